@@ -1,0 +1,134 @@
+"""Path-path kernels and the renormalised kernel (spec T§6, T§11).
+
+All kernels are built from scaled path features ``Xi[p, i, pi]`` of shape [P, N0, Pi]
+(:func:`attention_paths.paths.path_features`), for which ``C^{pi pi'}(x_p, x_q) = Xi[p, :, pi] . Xi[q, :, pi']``
+and ``K^U(x_p, x_q) = sum_i Xi[p, i, :] U Xi[q, i, :]^T``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["PathKernel", "renormalized_kernel", "gp_kernel", "path_kernel"]
+
+# The path-Gram tensor is used when it fits in this many bytes; otherwise the low-rank form.
+DEFAULT_GRAM_BYTES = 2 * 1024**3
+
+
+def _check_features(X, name="features") -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 3:
+        raise ValueError(f"{name} must have shape [P, N0, Pi], got {X.shape}")
+    if not np.isfinite(X).all():
+        raise ValueError(f"{name} contain non-finite values")
+    return X
+
+
+def _check_U(U, n_paths: int) -> np.ndarray:
+    U = np.asarray(U, dtype=np.float64)
+    if U.shape != (n_paths, n_paths):
+        raise ValueError(f"order parameter U must have shape [{n_paths}, {n_paths}], got {U.shape}")
+    if not np.isfinite(U).all():
+        raise ValueError("order parameter U contains non-finite values")
+    return U
+
+
+def renormalized_kernel(U, Xa, Xb=None) -> np.ndarray:
+    """``K^U(x_a, x_b) = sum_{pi,pi'} U_{pi pi'} C^{pi pi'}(x_a, x_b)``, eq. (T6.2).
+
+    Parameters
+    ----------
+    U : [Pi, Pi]
+    Xa : [Pa, N0, Pi] path features
+    Xb : [Pb, N0, Pi] path features (default ``Xa``)
+
+    Returns
+    -------
+    [Pa, Pb] kernel matrix
+    """
+    Xa = _check_features(Xa)
+    Xb = Xa if Xb is None else _check_features(Xb)
+    if Xa.shape[1:] != Xb.shape[1:]:
+        raise ValueError(f"feature shapes differ: {Xa.shape} vs {Xb.shape}")
+    U = _check_U(U, Xa.shape[2])
+    XbU = Xb @ U.T  # [Pb, N0, Pi]: Xb[q, i, :] U^T
+    return Xa.reshape(Xa.shape[0], -1) @ XbU.reshape(Xb.shape[0], -1).T
+
+
+def path_kernel(X, pi: int, pi2: int | None = None, Xb=None) -> np.ndarray:
+    """Single path-path kernel ``C^{pi pi'}`` between two feature sets, [Pa, Pb]."""
+    X = _check_features(X)
+    Xb = X if Xb is None else _check_features(Xb)
+    pi2 = pi if pi2 is None else pi2
+    return X[:, :, pi] @ Xb[:, :, pi2].T
+
+
+def gp_kernel(Xa, Xb=None, prefactor: float = 1.0) -> np.ndarray:
+    """GP kernel ``prefactor * sum_pi C^{pi pi}`` (spec T§11); ``prefactor = sigma_a^2 prod_l sigma_l^2``."""
+    Xa = _check_features(Xa)
+    return renormalized_kernel(prefactor * np.eye(Xa.shape[2]), Xa, Xb)
+
+
+class PathKernel:
+    """Training-set path kernels with fast contractions.
+
+    Holds the path features of the training set and either the precomputed path-Gram tensor
+    ``C[pi, pi', p, q]`` (``P^2 Pi^2`` floats; fastest when it fits) or only the features
+    (low-rank form ``K = Xi (I_N0 x U) Xi^T``; memory ``O(P N0 Pi)``).
+
+    Parameters
+    ----------
+    features : [P, N0, Pi] scaled path features
+    mode : ``'auto'``, ``'gram'`` or ``'lowrank'``
+    max_gram_bytes : memory limit for the Gram tensor in ``'auto'`` mode
+    """
+
+    def __init__(self, features, mode: str = "auto", max_gram_bytes: float = DEFAULT_GRAM_BYTES):
+        X = _check_features(features)
+        self.X = np.ascontiguousarray(X)
+        self.P, self.N0, self.n_paths = X.shape
+        self._Xf = self.X.reshape(self.P, -1)  # [P, N0*Pi], column index i*Pi + pi
+        gram_bytes = 8.0 * self.P**2 * self.n_paths**2
+        if mode == "auto":
+            # The Gram contraction costs P^2 Pi^2 against P^2 N0 Pi for the low-rank GEMM; the
+            # GEMM runs near peak while the contraction is memory bound, so prefer it unless N0 >> Pi.
+            mode = "gram" if (gram_bytes <= max_gram_bytes and self.N0 >= 8 * self.n_paths) else "lowrank"
+        if mode not in ("gram", "lowrank"):
+            raise ValueError(f"mode must be 'auto', 'gram' or 'lowrank', got {mode!r}")
+        self.mode = mode
+        self._gram = None
+        if mode == "gram":
+            Xt = np.ascontiguousarray(self.X.transpose(2, 0, 1)).reshape(self.n_paths * self.P, self.N0)
+            G = (Xt @ Xt.T).reshape(self.n_paths, self.P, self.n_paths, self.P)
+            self._gram = np.ascontiguousarray(G.transpose(0, 2, 1, 3))  # [Pi, Pi, P, P]
+
+    @property
+    def gram(self) -> np.ndarray:
+        """Path-Gram tensor ``C[pi, pi', p, q]`` (computed on demand in low-rank mode)."""
+        if self._gram is None:
+            Xt = np.ascontiguousarray(self.X.transpose(2, 0, 1)).reshape(self.n_paths * self.P, self.N0)
+            G = (Xt @ Xt.T).reshape(self.n_paths, self.P, self.n_paths, self.P)
+            return G.transpose(0, 2, 1, 3)
+        return self._gram
+
+    def kernel(self, U) -> np.ndarray:
+        """Training kernel matrix ``K^U``, [P, P]."""
+        U = _check_U(U, self.n_paths)
+        if self.mode == "gram":
+            return np.tensordot(U, self._gram, axes=([0, 1], [0, 1]))
+        return self._Xf @ (self.X @ U.T).reshape(self.P, -1).T
+
+    def contract(self, M) -> np.ndarray:
+        """``G[pi, pi'] = sum_{pq} M_pq C^{pi pi'}_{pq}`` for a symmetric [P, P] matrix ``M`` -> [Pi, Pi]."""
+        if self.mode == "gram":
+            return np.tensordot(self._gram, M, axes=([2, 3], [0, 1]))
+        MX = (M @ self._Xf).reshape(self.P, self.N0, self.n_paths)
+        return np.einsum("pia,pib->ab", self.X, MX, optimize=True)
+
+    def feature_gram(self, M) -> np.ndarray:
+        """``Q = Xi_f^T M Xi_f`` reshaped to [N0, Pi, N0, Pi] (used by the energy Hessian)."""
+        Q = self._Xf.T @ (M @ self._Xf)
+        return Q.reshape(self.N0, self.n_paths, self.N0, self.n_paths)
+
+    def project(self, v) -> np.ndarray:
+        """``g[i, pi] = sum_p Xi[p, i, pi] v_p`` -> [N0, Pi]."""
+        return (self._Xf.T @ v).reshape(self.N0, self.n_paths)

@@ -1,0 +1,114 @@
+"""Predictor statistics at the saddle point: GP regression with the renormalised kernel (spec T§10-11).
+
+``<f(x*)> = k(x*)^T (K + tau I)^{-1} Y`` and ``Var f(x*) = K(x*, x*) - k^T (K + tau I)^{-1} k`` with
+``K = K^{U}``.  The variance is that of the network output and excludes the label noise ``tau``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg
+
+from .kernels import _check_features, _check_U, renormalized_kernel
+
+__all__ = ["Prediction", "predict", "accuracy", "generalization_error", "kernel_alignment"]
+
+
+@dataclass
+class Prediction:
+    """Posterior mean and variance of the network output at M test inputs (arrays of shape [M])."""
+
+    mean: np.ndarray
+    var: np.ndarray
+
+    def accuracy(self, y) -> float:
+        return accuracy(self.mean, y)
+
+    def generalization_error(self, y) -> float:
+        return generalization_error(self.mean, self.var, y)
+
+
+def _check_spd_psd(U):
+    w = np.linalg.eigvalsh(0.5 * (U + U.T))
+    if w.min() < -1e-10 * max(1.0, np.abs(w).max()):
+        raise ValueError(f"order parameter U must be positive semidefinite (smallest eigenvalue {w.min():.3e})")
+
+
+def predict(U, train_features, y, tau: float, test_features, *, return_var: bool = True) -> Prediction:
+    """Mean and variance of the predictor with kernel ``K^U`` (spec T§10).
+
+    Parameters
+    ----------
+    U : [Pi, Pi] order parameter (the GP limit is ``U = I`` for unit variances)
+    train_features : [P, N0, Pi] path features of the training inputs
+    y : [P] training targets
+    tau : temperature, > 0
+    test_features : [M, N0, Pi] path features of the test inputs
+
+    Returns
+    -------
+    Prediction with ``mean`` and ``var`` of shape [M]
+    """
+    Xtr = _check_features(train_features, "train features")
+    Xte = _check_features(test_features, "test features")
+    if Xtr.shape[1:] != Xte.shape[1:]:
+        raise ValueError(f"train and test features differ in [N0, Pi]: {Xtr.shape[1:]} vs {Xte.shape[1:]}")
+    U = _check_U(U, Xtr.shape[2])
+    if not np.allclose(U, U.T, atol=1e-12 * max(1.0, np.abs(U).max())):
+        raise ValueError("order parameter U must be symmetric")
+    _check_spd_psd(U)
+    y = np.asarray(y, dtype=np.float64)
+    if y.shape != (Xtr.shape[0],):
+        raise ValueError(f"targets must have shape [P={Xtr.shape[0]}], got {y.shape}")
+    tau = float(tau)
+    if not (np.isfinite(tau) and tau > 0):
+        raise ValueError(f"temperature tau must be positive and finite, got {tau}")
+    K = renormalized_kernel(U, Xtr)
+    K[np.diag_indices_from(K)] += tau
+    c = linalg.cho_factor(K, lower=True)
+    k = renormalized_kernel(U, Xtr, Xte)  # [P, M]
+    mean = k.T @ linalg.cho_solve(c, y)
+    if not return_var:
+        return Prediction(mean=mean, var=np.full_like(mean, np.nan))
+    kdiag = np.einsum("mia,ab,mib->m", Xte, U, Xte, optimize=True)
+    v = linalg.solve_triangular(c[0], k, lower=True)
+    var = kdiag - np.einsum("pm,pm->m", v, v)
+    return Prediction(mean=mean, var=np.maximum(var, 0.0))
+
+
+def accuracy(mean, y) -> float:
+    """Accuracy of the mean predictor in percent; an exactly zero mean counts as wrong (spec T§10)."""
+    mean, y = np.asarray(mean), np.asarray(y)
+    if mean.shape != y.shape:
+        raise ValueError(f"predictions {mean.shape} and labels {y.shape} differ in shape")
+    return 100.0 * float(np.mean(np.sign(mean) == np.sign(y)))
+
+
+def generalization_error(mean, var, y) -> float:
+    """Squared-loss generalisation error ``mean[(y - <f>)^2 + Var f]`` (spec T§10)."""
+    mean, var, y = np.asarray(mean), np.asarray(var), np.asarray(y)
+    return float(np.mean((y - mean) ** 2 + var))
+
+
+def kernel_alignment(K, y, k: int | None = None) -> np.ndarray:
+    """Label overlaps ``|u_k^T Y| / sqrt(P)`` of the eigenvectors of ``K`` by decreasing eigenvalue.
+
+    Parameters
+    ----------
+    K : [P, P] symmetric kernel matrix
+    y : [P] labels
+    k : number of leading eigenvectors to return (default all)
+
+    Returns
+    -------
+    [k] overlaps; their squares sum to ``|Y|^2 / P`` over all eigenvectors
+    """
+    K = np.asarray(K, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] != y.shape[0]:
+        raise ValueError(f"need a square [P, P] kernel and [P] labels, got {K.shape} and {y.shape}")
+    w, V = np.linalg.eigh(0.5 * (K + K.T))
+    order = np.argsort(w)[::-1]
+    overlaps = np.abs(V[:, order].T @ y) / np.sqrt(len(y))
+    return overlaps if k is None else overlaps[:k]

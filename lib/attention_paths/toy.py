@@ -1,0 +1,63 @@
+"""A small synthetic problem with random W-form heads, used by the Theory chapter and the tests.
+
+Inputs are i.i.d. Gaussian token matrices; labels are the signs of one prior draw of the same
+architecture at large width (a "teacher"), so the task is realisable and path-structured.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .attention import WFormHeads, readout_vector
+from .network import AttentionPathNetwork
+from .paths import path_features, path_inputs
+
+__all__ = ["random_wform_layers", "ToyProblem", "make_toy_problem"]
+
+
+def random_wform_layers(n0: int, heads, beta: float = 1.0, rng: np.random.Generator | None = None):
+    """One :class:`WFormHeads` per layer with i.i.d. ``N(0, beta^2 / N0)`` entries (sharp, input-dependent attention)."""
+    rng = np.random.default_rng(0) if rng is None else rng
+    return [WFormHeads(beta * rng.standard_normal((H, n0, n0)) / np.sqrt(n0)) for H in heads]
+
+
+@dataclass
+class ToyProblem:
+    """Training and test inputs, labels, heads and their path features."""
+
+    x_train: np.ndarray  # [P, N0, T]
+    y_train: np.ndarray  # [P]
+    x_test: np.ndarray  # [M, N0, T]
+    y_test: np.ndarray  # [M]
+    layers: list
+    readout: np.ndarray  # [T]
+    features_train: np.ndarray  # [P, N0, Pi]
+    features_test: np.ndarray  # [M, N0, Pi]
+
+    @property
+    def heads(self) -> tuple[int, ...]:
+        return tuple(layer.n_heads for layer in self.layers)
+
+
+def make_toy_problem(P: int = 40, M: int = 200, n0: int = 16, T: int = 6, heads=(2, 2), beta: float = 2.0,
+                     readout: str = "mean", teacher_width: int = 256, seed: int = 0) -> ToyProblem:
+    """Build a seeded toy problem (spec T§16.3 configuration by default).
+
+    The labels are ``sign f_teacher(x)`` for one prior draw of the network with all widths equal to
+    ``teacher_width``; train and test inputs are independent ``N(0, 1)`` token matrices.
+    """
+    if P < 1 or M < 1:
+        raise ValueError(f"P and M must be positive, got P={P}, M={M}")
+    rng = np.random.default_rng(seed)
+    layers = random_wform_layers(n0, heads, beta, rng)
+    r = readout_vector(readout, T)
+    x = rng.standard_normal((P + M, n0, T))
+    teacher = AttentionPathNetwork(layers, r, (teacher_width,) * (len(heads) + 1))
+    teacher.sample_prior(torch.Generator().manual_seed(seed + 1))
+    with torch.no_grad():
+        f = teacher(x).numpy()
+    y = np.where(f > 0, 1.0, -1.0)
+    feats = path_features(path_inputs(x, layers, r))
+    return ToyProblem(x[:P], y[:P], x[P:], y[P:], layers, r, feats[:P], feats[P:])

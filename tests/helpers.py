@@ -1,0 +1,46 @@
+"""Random instances shared by the unit tests (spec T§16: unequal widths, variances and heads)."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+import attention_paths as ap
+
+
+def random_layers(n0=7, heads=(2, 3), seed=0, beta=1.5):
+    return ap.random_wform_layers(n0, heads, beta, np.random.default_rng(seed))
+
+
+def random_instance(heads=(2, 3), P=15, n0=7, T=5, readout="mean", seed=0, sigma0_2=1.0):
+    """Inputs, +-1 labels and path features of a small random problem with W-form heads."""
+    rng = np.random.default_rng(seed)
+    layers = random_layers(n0, heads, seed=seed + 100)
+    r = ap.readout_vector(readout, T)
+    x = rng.standard_normal((P, n0, T))
+    y = np.where(rng.standard_normal(P) > 0, 1.0, -1.0)
+    feats = ap.path_features(ap.path_inputs(x, layers, r), sigma0_2)
+    return x, y, layers, r, feats
+
+
+def random_spd(D, rng, scale=1.0):
+    Z = rng.standard_normal((D, D))
+    return scale * (np.eye(D) + 0.3 * Z @ Z.T / D)
+
+
+def torch_reduced_action(Us, feats, y, tau, arch):
+    """Independent torch implementation of the reduced action (spec T§7.1, T§9.1), for autodiff."""
+    Xf = torch.as_tensor(feats)
+    yt = torch.as_tensor(y)
+    heads, N, s2 = arch.heads, arch.widths, arch.sigma2
+    L = len(heads)
+    b = s2[-1] * (heads[-1] * N[-2] / N[-1] - 1.0)
+    c = s2[-1] * N[-2] * torch.trace(Us[-1]) / (N[-1] * s2[-2])
+    Ua = (-b + torch.sqrt(b * b + 4 * c)) / 2
+    S = N[-1] * (Ua / s2[-1] - torch.log(Ua))
+    nexts = list(Us[1:]) + [Ua.reshape(1, 1)]
+    for l in range(L):
+        B = torch.kron(torch.eye(heads[l], dtype=torch.float64), torch.linalg.inv(nexts[l]).contiguous())
+        S = S + N[l] * (torch.trace(B @ Us[l]) / s2[l] - torch.logdet(Us[l]) + heads[l] * torch.logdet(nexts[l]))
+    K = torch.einsum("pia,ab,qib->pq", Xf, Us[0], Xf) + tau * torch.eye(len(y), dtype=torch.float64)
+    S = S + torch.logdet(K) + yt @ torch.linalg.solve(K, yt)
+    return S
