@@ -191,12 +191,17 @@ class Action:
         c = linalg.cho_factor(K, lower=True, check_finite=False)
         beta = linalg.cho_solve(c, self.y, check_finite=False)
         A = self._inverse(c)
-        Q = self.kernel.feature_gram(A)  # Q[i, b, j, c] = (X_b^T A X_c)_ij
+        Q = self.kernel.feature_gram(A)  # Q[i, b, j, c] = (X_b^T A X_c)_ij, symmetric in (i,b) <-> (j,c)
         g = self.kernel.project(beta)  # g[i, a] = (X_a^T beta)_i
-        H = -np.einsum("ibjc,jdia->abcd", Q, Q, optimize=True)
-        H += np.einsum("ic,idja,jb->abcd", g, Q, g, optimize=True)
-        H += np.einsum("ia,ibjc,jd->abcd", g, Q, g, optimize=True)
-        return H
+        N0, Pi = g.shape
+        # -Tr(A C^cd A C^ab) = -sum_ij Q[i,b,j,c] Q[i,a,j,d]: one symmetric GEMM over (i, j)
+        M1 = np.ascontiguousarray(Q.transpose(1, 3, 0, 2)).reshape(Pi * Pi, N0 * N0)
+        T1 = (M1 @ M1.T).reshape(Pi, Pi, Pi, Pi).transpose(2, 0, 1, 3)  # [b,c,a,d] -> [a,b,c,d]
+        del M1
+        # beta^T C^ab A C^cd beta = sum_ij g[i,a] Q[i,b,j,c] g[j,d]; the other term is its (cd, ab) transpose
+        V = (g.T @ Q.reshape(N0, -1)).reshape(Pi, Pi, N0, Pi)  # V[a, b, j, c]
+        T3 = np.einsum("abjc,jd->abcd", V, g, optimize=True)
+        return -T1 + T3 + T3.transpose(2, 3, 0, 1)
 
     # ----------------------------------------------------------------------------- entropy
     def entropy(self, Us, grad: bool = True):

@@ -50,7 +50,7 @@ def renormalized_kernel(U, Xa, Xb=None) -> np.ndarray:
     if Xa.shape[1:] != Xb.shape[1:]:
         raise ValueError(f"feature shapes differ: {Xa.shape} vs {Xb.shape}")
     U = _check_U(U, Xa.shape[2])
-    XbU = Xb @ U.T  # [Pb, N0, Pi]: Xb[q, i, :] U^T
+    XbU = Xb.reshape(-1, Xb.shape[2]) @ U.T  # rows Xb[q, i, :] U^T
     return Xa.reshape(Xa.shape[0], -1) @ XbU.reshape(Xb.shape[0], -1).T
 
 
@@ -87,6 +87,7 @@ class PathKernel:
         self.X = np.ascontiguousarray(X)
         self.P, self.N0, self.n_paths = X.shape
         self._Xf = self.X.reshape(self.P, -1)  # [P, N0*Pi], column index i*Pi + pi
+        self._Xr = self.X.reshape(-1, self.n_paths)  # [P*N0, Pi]
         gram_bytes = 8.0 * self.P**2 * self.n_paths**2
         if mode == "auto":
             # The Gram contraction costs P^2 Pi^2 against P^2 N0 Pi for the low-rank GEMM; the
@@ -115,14 +116,15 @@ class PathKernel:
         U = _check_U(U, self.n_paths)
         if self.mode == "gram":
             return np.tensordot(U, self._gram, axes=([0, 1], [0, 1]))
-        return self._Xf @ (self.X @ U.T).reshape(self.P, -1).T
+        XU = (self._Xr @ U.T).reshape(self.P, -1)  # Xi[q, i, :] U^T, as one GEMM
+        return self._Xf @ XU.T
 
     def contract(self, M) -> np.ndarray:
         """``G[pi, pi'] = sum_{pq} M_pq C^{pi pi'}_{pq}`` for a symmetric [P, P] matrix ``M`` -> [Pi, Pi]."""
         if self.mode == "gram":
             return np.tensordot(self._gram, M, axes=([2, 3], [0, 1]))
-        MX = (M @ self._Xf).reshape(self.P, self.N0, self.n_paths)
-        return np.einsum("pia,pib->ab", self.X, MX, optimize=True)
+        MX = (M @ self._Xf).reshape(-1, self.n_paths)
+        return self._Xr.T @ MX
 
     def feature_gram(self, M) -> np.ndarray:
         """``Q = Xi_f^T M Xi_f`` reshaped to [N0, Pi, N0, Pi] (used by the energy Hessian)."""

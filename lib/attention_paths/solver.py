@@ -16,6 +16,7 @@ import numpy as np
 from scipy import linalg, optimize
 
 from .action import Action, NotPositiveDefiniteError
+from .threads import blas_threads_for
 
 __all__ = ["SolveResult", "SolverError", "solve", "solve_continuation", "random_psd_start"]
 
@@ -184,6 +185,12 @@ def solve(action: Action, init: Sequence[np.ndarray] | None = None, *, tol: floa
     -------
     SolveResult
     """
+    with blas_threads_for(action.kernel.P):
+        return _solve(action, init, tol=tol, max_iter=max_iter, newton_steps=newton_steps, n_restarts=n_restarts,
+                      seed=seed, check_hessian=check_hessian, raise_on_failure=raise_on_failure)
+
+
+def _solve(action, init, *, tol, max_iter, newton_steps, n_restarts, seed, check_hessian, raise_on_failure):
     gp, _ = action.arch.gp_order_parameters()
     Us0 = gp if init is None else action.check(init)
     for l, U in enumerate(Us0):

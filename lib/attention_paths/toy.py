@@ -42,11 +42,14 @@ class ToyProblem:
 
 
 def make_toy_problem(P: int = 40, M: int = 200, n0: int = 16, T: int = 6, heads=(2, 2), beta: float = 2.0,
-                     readout: str = "mean", teacher_width: int = 256, seed: int = 0) -> ToyProblem:
+                     readout: str = "mean", teacher_width: int = 256, teacher_path: int | None = None,
+                     seed: int = 0) -> ToyProblem:
     """Build a seeded toy problem (spec T§16.3 configuration by default).
 
     The labels are ``sign f_teacher(x)`` for one prior draw of the network with all widths equal to
-    ``teacher_width``; train and test inputs are independent ``N(0, 1)`` token matrices.
+    ``teacher_width`` or, if ``teacher_path`` is given, ``sign(g . xi^pi(x))`` for a random Gaussian
+    ``g`` and that single path ``pi`` (a task that only one path can solve).  Train and test inputs
+    are independent ``N(0, 1)`` token matrices.
     """
     if P < 1 or M < 1:
         raise ValueError(f"P and M must be positive, got P={P}, M={M}")
@@ -54,10 +57,16 @@ def make_toy_problem(P: int = 40, M: int = 200, n0: int = 16, T: int = 6, heads=
     layers = random_wform_layers(n0, heads, beta, rng)
     r = readout_vector(readout, T)
     x = rng.standard_normal((P + M, n0, T))
-    teacher = AttentionPathNetwork(layers, r, (teacher_width,) * (len(heads) + 1))
-    teacher.sample_prior(torch.Generator().manual_seed(seed + 1))
-    with torch.no_grad():
-        f = teacher(x).numpy()
+    xi = path_inputs(x, layers, r)
+    if teacher_path is None:
+        teacher = AttentionPathNetwork(layers, r, (teacher_width,) * (len(heads) + 1))
+        teacher.sample_prior(torch.Generator().manual_seed(seed + 1))
+        with torch.no_grad():
+            f = teacher(x).numpy()
+    else:
+        if not 0 <= teacher_path < xi.shape[1]:
+            raise ValueError(f"teacher_path must index one of the {xi.shape[1]} paths, got {teacher_path}")
+        f = xi[:, teacher_path, :].numpy() @ rng.standard_normal(n0)
     y = np.where(f > 0, 1.0, -1.0)
-    feats = path_features(path_inputs(x, layers, r))
+    feats = path_features(xi)
     return ToyProblem(x[:P], y[:P], x[P:], y[P:], layers, r, feats[:P], feats[P:])

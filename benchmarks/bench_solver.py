@@ -1,0 +1,94 @@
+"""Benchmark of the saddle-point solver: time and peak memory (prints a table).
+
+    python benchmarks/bench_solver.py            # all cases (several minutes on 2 cores)
+    python benchmarks/bench_solver.py --fast     # skip the largest cases
+
+Cases (issue 2, section 5):
+  (a) Markov-sized problem (P=100, N0=231, T=31, 4 paths): continuation sweep over
+      N in {1000, 500, 300, 100, 50, 30, 10} with full verification (Hessian, one restart);
+  (b) image-sized problem (P=600, N0=192, T=48, 16 paths, random query/key heads) at N=10;
+  (c) growth with P (100 -> 5000, 16 paths) and with the number of paths (4, 16, 64; P=600).
+Peak memory is the peak of Python/numpy allocations (tracemalloc) during the case.
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+import tracemalloc
+
+import numpy as np
+
+import attention_paths as ap
+
+
+def make_features(P, n0, T, heads, form, readout, seed=0):
+    rng = np.random.default_rng(seed)
+    if form == "W":
+        layers = ap.random_wform_layers(n0, heads, 3.0, rng)
+    else:
+        G = 128
+        layers = [ap.QKFormHeads(rng.standard_normal((H, G, n0)) / np.sqrt(n0),
+                                 rng.standard_normal((H, G, n0)) / np.sqrt(n0)) for H in heads]
+    x = rng.standard_normal((P, n0, T))
+    r = ap.readout_vector(readout, T)
+    xi = ap.path_inputs(x, layers, r)
+    y = np.where(xi[:, 0, :].numpy() @ rng.standard_normal(n0) > 0, 1.0, -1.0)
+    return ap.path_features(xi), y
+
+
+def measure(fn):
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    out = fn()
+    dt = time.perf_counter() - t0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return out, dt, peak / 2**20
+
+
+def case_sweep():
+    feats, y = make_features(100, 231, 31, (2, 2), "W", "last")
+    widths = [1000, 500, 300, 100, 50, 30, 10]
+
+    def run():
+        k = ap.PathKernel(feats)
+        acts = [ap.Action(k, y, 0.01, ap.Architecture.uniform((2, 2), N)) for N in widths]
+        return ap.solve_continuation(acts, n_restarts=1)
+
+    res, dt, mem = measure(run)
+    return dict(case="(a) Markov-sized sweep, 7 widths", P=100, paths=4, seconds=dt, peak_MiB=mem,
+                iters=sum(r.n_iter for r in res), grad=max(r.grad_max for r in res), target="< 5 s")
+
+
+def case_single(P, heads, N=10, tau=0.5, restarts=1, label=None, target=""):
+    feats, y = make_features(P, 192, 48, heads, "QK", "mean")
+
+    def run():
+        k = ap.PathKernel(feats)
+        return ap.solve(ap.Action(k, y, tau, ap.Architecture.uniform(heads, N)), n_restarts=restarts), k.mode
+
+    (res, mode), dt, mem = measure(run)
+    Pi = int(np.prod(heads))
+    return dict(case=label or f"(c) P={P}, {Pi} paths, N={N} [{mode}]", P=P, paths=Pi, seconds=dt, peak_MiB=mem,
+                iters=res.n_iter, grad=res.grad_max, target=target)
+
+
+def main():
+    ap_ = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap_.add_argument("--fast", action="store_true", help="skip P >= 2000 and 64 paths")
+    args = ap_.parse_args()
+    rows = [case_sweep(),
+            case_single(600, (4, 4), label="(b) image-sized, 16 paths, N=10 [verified]", target="< 30 s")]
+    for P in [100, 300, 1000] + ([] if args.fast else [2000, 5000]):
+        rows.append(case_single(P, (4, 4), N=100, restarts=0, target="< 8 GB" if P == 5000 else ""))
+    for heads in [(2, 2), (4, 4)] + ([] if args.fast else [(8, 8)]):
+        rows.append(case_single(600, heads, N=100, restarts=0))
+    print(f"# solver benchmark on {platform.machine()}, {platform.python_version()}, numpy {np.__version__}")
+    print(f"{'case':<48} {'time [s]':>9} {'peak [MiB]':>11} {'iters':>6} {'max|dS/dU|/N':>13}  target")
+    for r in rows:
+        print(f"{r['case']:<48} {r['seconds']:9.2f} {r['peak_MiB']:11.1f} {r['iters']:6d} {r['grad']:13.2e}  {r['target']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""Run every book chapter (jupytext MyST notebooks under book/) as a pytest item through nbval.
+
+The chapters are read with jupytext and handed to nbval's collector, so no .ipynb file is written.
+Outputs are not compared (there are none stored); a cell that raises fails the test.  The kernel
+inherits the environment, so ``REPRO_SCALE`` reaches the chapters.
+"""
+from pathlib import Path
+from unittest import mock
+
+import jupytext
+import nbval.plugin as nbval_plugin
+
+BOOK = Path(__file__).parent / "book"
+
+
+def _is_notebook(path: Path) -> bool:
+    if path.suffix != ".md" or path.parent != BOOK:
+        return False
+    head = path.read_text(encoding="utf-8")[:600]
+    return head.startswith("---") and "kernelspec" in head
+
+
+class JupytextNotebook(nbval_plugin.IPyNbFile):
+    """nbval collector for a jupytext notebook; runs the cells without comparing outputs."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.compare_outputs = False
+
+    def collect(self):
+        nb = jupytext.read(self.path)
+        with mock.patch.object(nbval_plugin.nbformat, "read", return_value=nb):
+            yield from super().collect()
+
+
+def pytest_collect_file(file_path, parent):
+    if _is_notebook(file_path):
+        return JupytextNotebook.from_parent(parent, path=file_path)

@@ -1,0 +1,125 @@
+"""Experiments shared by the book chapters and the command line (``python -m attention_paths``).
+
+Each experiment is a function ``run(scale) -> dict`` whose result holds plain numbers (the
+summary) and arrays; :func:`run_experiment` writes ``summary.json`` and ``arrays.npz``.
+"""
+from __future__ import annotations
+
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from . import __version__
+from .architecture import Architecture
+from .action import Action
+from .config import get_scale
+from .io import atomic_savez, atomic_write_json
+from .kernels import PathKernel, gp_kernel, renormalized_kernel
+from .predictor import kernel_alignment, predict
+from .solver import solve_continuation
+from .toy import make_toy_problem
+
+__all__ = ["EXPERIMENTS", "theory_demo", "run_experiment", "provenance"]
+
+# The Theory chapter's problem: one path (index 3) carries the label; see book/theory.md.
+THEORY_DEMO = {
+    "quick": dict(P=150, M=2000, n0=24, T=10, heads=(2, 2), beta=4.0, teacher_path=3, tau=0.5, seed=1,
+                  widths=(10000, 3000, 1000, 300, 100, 30, 10, 3), n_restarts=1),
+    "paper": dict(P=150, M=2000, n0=24, T=10, heads=(2, 2), beta=4.0, teacher_path=3, tau=0.5, seed=1,
+                  widths=(100000, 30000, 10000, 3000, 1000, 300, 100, 30, 10, 3), n_restarts=3),
+}
+
+
+def provenance() -> dict:
+    """Code version, platform and time, recorded next to every result."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).parent, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"package_version": __version__, "git_commit": commit, "python": platform.python_version(),
+            "numpy": np.__version__, "machine": platform.machine(), "platform": platform.platform(),
+            "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def theory_demo(scale: str | None = None, progress: bool = False) -> dict:
+    """Width sweep of the order parameter on the Theory chapter's toy problem.
+
+    Returns a dict with the configuration, the problem, the solver results (largest width first),
+    accuracies, deviations from the GP point and the kernels at the smallest non-trivial width.
+    """
+    scale = get_scale(scale)
+    cfg = dict(THEORY_DEMO[scale])
+    tau, widths, heads = cfg["tau"], cfg["widths"], cfg["heads"]
+    prob = make_toy_problem(P=cfg["P"], M=cfg["M"], n0=cfg["n0"], T=cfg["T"], heads=heads, beta=cfg["beta"],
+                            teacher_path=cfg["teacher_path"], seed=cfg["seed"])
+    kernel = PathKernel(prob.features_train)
+    t0 = time.perf_counter()
+    actions = [Action(kernel, prob.y_train, tau, Architecture.uniform(heads, N)) for N in widths]
+    results = solve_continuation(actions, n_restarts=cfg["n_restarts"], progress=progress, desc="widths")
+    solve_seconds = time.perf_counter() - t0
+    Pi = kernel.n_paths
+    gp_pred = predict(np.eye(Pi), prob.features_train, prob.y_train, tau, prob.features_test)
+    preds = [predict(r.U, prob.features_train, prob.y_train, tau, prob.features_test) for r in results]
+    out = {
+        "scale": scale, "config": cfg, "problem": prob, "results": results,
+        "widths": np.array(widths, dtype=float),
+        "U": np.array([r.U for r in results]),
+        "deviation": np.array([np.abs(r.U - np.eye(Pi)).max() for r in results]),
+        "accuracy": np.array([p.accuracy(prob.y_test) for p in preds]),
+        "gen_error": np.array([p.generalization_error(prob.y_test) for p in preds]),
+        "gp_accuracy": gp_pred.accuracy(prob.y_test),
+        "gp_gen_error": gp_pred.generalization_error(prob.y_test),
+        "grad_max": np.array([r.grad_max for r in results]),
+        "hessian_min_eig": np.array([r.hessian_min_eig for r in results]),
+        "n_iter": np.array([r.n_iter for r in results]),
+        "solve_seconds": solve_seconds,
+    }
+    i10 = list(widths).index(10)
+    out["K_gp"] = gp_kernel(prob.features_train)
+    out["K_renorm"] = renormalized_kernel(results[i10].U, prob.features_train)
+    out["alignment_gp"] = kernel_alignment(out["K_gp"], prob.y_train, k=20)
+    out["alignment_renorm"] = kernel_alignment(out["K_renorm"], prob.y_train, k=20)
+    return out
+
+
+def _theory_summary(res: dict) -> tuple[dict, dict]:
+    summary = {
+        "experiment": "theory", "scale": res["scale"], "config": res["config"],
+        "gp_accuracy_percent": res["gp_accuracy"], "gp_generalization_error": res["gp_gen_error"],
+        "per_width": [
+            {"N": float(N), "accuracy_percent": float(a), "generalization_error": float(e),
+             "max_abs_U_minus_I": float(d), "grad_max": float(g), "hessian_min_eig": float(h), "iterations": int(it)}
+            for N, a, e, d, g, h, it in zip(res["widths"], res["accuracy"], res["gen_error"], res["deviation"],
+                                            res["grad_max"], res["hessian_min_eig"], res["n_iter"])
+        ],
+        "solve_seconds": res["solve_seconds"],
+    }
+    arrays = {k: res[k] for k in ("widths", "U", "deviation", "accuracy", "gen_error", "K_gp", "K_renorm",
+                                  "alignment_gp", "alignment_renorm")}
+    return summary, arrays
+
+
+EXPERIMENTS: dict[str, tuple[Callable, Callable]] = {
+    "theory": (theory_demo, _theory_summary),
+}
+
+
+def run_experiment(name: str, scale: str | None = None, out: str | Path = "out", progress: bool = True) -> dict:
+    """Run experiment ``name`` and write ``out/summary.json`` and ``out/arrays.npz``; returns the summary."""
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; choose from {sorted(EXPERIMENTS)}")
+    run, summarize = EXPERIMENTS[name]
+    t0 = time.perf_counter()
+    res = run(scale, progress=progress)
+    summary, arrays = summarize(res)
+    summary["wall_seconds"] = time.perf_counter() - t0
+    summary["provenance"] = provenance()
+    out = Path(out)
+    atomic_savez(out / "arrays.npz", **arrays)
+    atomic_write_json(out / "summary.json", summary)
+    return summary
