@@ -84,3 +84,15 @@ def test_accuracy_counts_zero_as_wrong():
     assert ap.accuracy(np.array([0.5, -0.1, 0.0]), np.array([1.0, -1.0, 1.0])) == pytest.approx(200 / 3)
     with pytest.raises(ValueError):
         ap.accuracy(np.zeros(3), np.zeros(4))
+
+
+def test_kernel_target_alignment_bounds_and_tile_average():
+    from attention_paths.plotting import tile_average
+
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    assert ap.kernel_target_alignment(np.outer(y, y), y) == pytest.approx(1.0)
+    assert ap.kernel_target_alignment(-np.outer(y, y), y) == pytest.approx(-1.0)
+    assert ap.kernel_target_alignment(np.eye(4), y) == pytest.approx(0.5)
+    K = np.arange(16.0).reshape(4, 4)
+    T = tile_average(K, 2)
+    assert T[0, 0] == pytest.approx((1 + 4) / 2) and T[0, 1] == pytest.approx((2 + 3 + 6 + 7) / 4)

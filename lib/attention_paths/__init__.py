@@ -20,7 +20,8 @@ from .config import data_root, get_scale
 from .kernels import PathKernel, gp_kernel, path_kernel, renormalized_kernel
 from .network import AttentionPathNetwork
 from .paths import n_paths, path_features, path_index, path_inputs, path_labels, path_list, path_vectors
-from .predictor import Prediction, accuracy, generalization_error, kernel_alignment, predict
+from .predictor import (Prediction, accuracy, generalization_error, kernel_alignment, kernel_target_alignment,
+                        predict)
 from .scores import head_labels, head_scores, silence_heads
 from .solver import SolveResult, SolverError, solve, solve_continuation
 from .toy import ToyProblem, make_toy_problem, random_wform_layers
@@ -35,7 +36,7 @@ __all__ = [
     "PathKernel", "gp_kernel", "path_kernel", "renormalized_kernel",
     "AttentionPathNetwork",
     "n_paths", "path_features", "path_index", "path_inputs", "path_labels", "path_list", "path_vectors",
-    "Prediction", "accuracy", "generalization_error", "kernel_alignment", "predict",
+    "Prediction", "accuracy", "generalization_error", "kernel_alignment", "kernel_target_alignment", "predict",
     "head_labels", "head_scores", "silence_heads",
     "SolveResult", "SolverError", "solve", "solve_continuation",
     "ToyProblem", "make_toy_problem", "random_wform_layers",

@@ -12,7 +12,7 @@ from scipy import linalg
 
 from .kernels import _check_features, _check_U, renormalized_kernel
 
-__all__ = ["Prediction", "predict", "accuracy", "generalization_error", "kernel_alignment"]
+__all__ = ["Prediction", "predict", "accuracy", "generalization_error", "kernel_alignment", "kernel_target_alignment"]
 
 
 @dataclass
@@ -112,3 +112,12 @@ def kernel_alignment(K, y, k: int | None = None) -> np.ndarray:
     order = np.argsort(w)[::-1]
     overlaps = np.abs(V[:, order].T @ y) / np.sqrt(len(y))
     return overlaps if k is None else overlaps[:k]
+
+
+def kernel_target_alignment(K, y) -> float:
+    """Kernel-target alignment ``Y^T K Y / (||K||_F ||Y||^2)`` in [-1, 1] (Cristianini et al., 2002)."""
+    K = np.asarray(K, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if K.ndim != 2 or K.shape != (y.shape[0], y.shape[0]):
+        raise ValueError(f"need a square [P, P] kernel and [P] labels, got {K.shape} and {y.shape}")
+    return float(y @ K @ y / (np.linalg.norm(K) * (y @ y)))
