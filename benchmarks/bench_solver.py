@@ -78,16 +78,19 @@ def main():
     ap_ = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap_.add_argument("--fast", action="store_true", help="skip P >= 2000 and 64 paths")
     args = ap_.parse_args()
-    rows = [case_sweep(),
-            case_single(600, (4, 4), label="(b) image-sized, 16 paths, N=10 [verified]", target="< 30 s")]
-    for P in [100, 300, 1000] + ([] if args.fast else [2000, 5000]):
-        rows.append(case_single(P, (4, 4), N=100, restarts=0, target="< 8 GB" if P == 5000 else ""))
-    for heads in [(2, 2), (4, 4)] + ([] if args.fast else [(8, 8)]):
-        rows.append(case_single(600, heads, N=100, restarts=0))
     print(f"# solver benchmark on {platform.machine()}, {platform.python_version()}, numpy {np.__version__}")
-    print(f"{'case':<48} {'time [s]':>9} {'peak [MiB]':>11} {'iters':>6} {'max|dS/dU|/N':>13}  target")
-    for r in rows:
-        print(f"{r['case']:<48} {r['seconds']:9.2f} {r['peak_MiB']:11.1f} {r['iters']:6d} {r['grad']:13.2e}  {r['target']}")
+    print(f"{'case':<48} {'time [s]':>9} {'peak [MiB]':>11} {'iters':>6} {'max|dS/dU|/N':>13}  target", flush=True)
+
+    def show(r):
+        print(f"{r['case']:<48} {r['seconds']:9.2f} {r['peak_MiB']:11.1f} {r['iters']:6d} {r['grad']:13.2e}  "
+              f"{r['target']}", flush=True)
+
+    show(case_sweep())
+    show(case_single(600, (4, 4), label="(b) image-sized, 16 paths, N=10 [verified]", target="< 30 s"))
+    for P in [100, 300, 1000] + ([] if args.fast else [2000, 5000]):
+        show(case_single(P, (4, 4), N=100, restarts=0, target="< 8 GB" if P == 5000 else ""))
+    for heads in [(2, 2), (4, 4)] + ([] if args.fast else [(8, 8)]):
+        show(case_single(600, heads, N=100, restarts=0))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from .predictor import kernel_alignment, predict
 from .solver import solve_continuation
 from .toy import make_toy_problem
 
-__all__ = ["EXPERIMENTS", "theory_demo", "run_experiment", "provenance"]
+__all__ = ["EXPERIMENTS", "theory_demo", "posterior_check", "run_experiment", "provenance"]
 
 # The Theory chapter's problem: one path (index 3) carries the label; see book/theory.md.
 THEORY_DEMO = {
@@ -87,6 +87,77 @@ def theory_demo(scale: str | None = None, progress: bool = False) -> dict:
     return out
 
 
+POSTERIOR_CHECK = {
+    "quick": dict(n0=16, T=6, heads=(2, 2), beta=2.0, alpha=2, tau=0.05, M=300, seed=0, widths=(10, 20, 40),
+                  full_widths=(20,), num_chains=2, num_warmup=300, num_samples=300),
+    "paper": dict(n0=16, T=6, heads=(2, 2), beta=2.0, alpha=2, tau=0.05, M=1000, seed=0, widths=(10, 20, 50, 100),
+                  full_widths=(10, 20, 50, 100), num_chains=4, num_warmup=500, num_samples=500),
+}
+
+
+def posterior_check(scale: str | None = None, progress: bool = False) -> dict:
+    """Theory against posterior sampling on the spec's toy problem at fixed load ``alpha = P/N`` (T§16.3).
+
+    For every width ``N`` the first ``P = alpha N`` examples of one seeded teacher problem are the training
+    set; the theory is solved, the Rao-Blackwellised sampler runs at every width and the full-weight
+    sampler at ``full_widths``.  Returns per-width order parameters, predictor means and variances
+    (theory, GP, samplers), their gaps and the sampler diagnostics.
+    """
+    from . import sampling  # JAX is imported only when sampling is asked for
+
+    scale = get_scale(scale)
+    cfg = dict(POSTERIOR_CHECK[scale])
+    widths, alpha, tau = cfg["widths"], cfg["alpha"], cfg["tau"]
+    base = make_toy_problem(P=alpha * max(widths), M=cfg["M"], n0=cfg["n0"], T=cfg["T"], heads=cfg["heads"],
+                            beta=cfg["beta"], seed=cfg["seed"])
+    sconf = sampling.SamplerConfig(num_warmup=cfg["num_warmup"], num_samples=cfg["num_samples"],
+                                   num_chains=cfg["num_chains"], seed=cfg["seed"])
+    Pi = int(np.prod(cfg["heads"]))
+    rows = []
+    for N in widths:
+        prob = base.subset(alpha * N)
+        arch = Architecture.uniform(cfg["heads"], N)
+        theory = solve_continuation([Action(PathKernel(prob.features_train), prob.y_train, tau, arch)])[0]
+        th = predict(theory.U, prob.features_train, prob.y_train, tau, prob.features_test)
+        gp = predict(np.eye(Pi), prob.features_train, prob.y_train, tau, prob.features_test)
+        row = {"N": N, "P": alpha * N, "U_theory": theory.U, "theory": th, "gp": gp, "solve": theory}
+        row["rb"] = sampling.sample_rao_blackwell(prob.features_train, prob.y_train, tau, arch, prob.features_test,
+                                                  config=sconf, progress=progress)
+        if N in cfg["full_widths"]:
+            row["full"] = sampling.sample_full(prob.path_inputs("train"), prob.y_train, tau, arch,
+                                               prob.path_inputs("test"), config=sconf, progress=progress)
+        for kind in ("rb", "full"):
+            if kind in row:
+                smp = row[kind]
+                row[f"{kind}_dU"] = float(np.abs(smp.U_hat - theory.U).max())
+                row[f"{kind}_rms_theory"] = float(np.sqrt(np.mean((smp.predictive_mean - th.mean) ** 2)))
+                row[f"{kind}_rms_gp"] = float(np.sqrt(np.mean((smp.predictive_mean - gp.mean) ** 2)))
+        row["gp_dU"] = float(np.abs(np.eye(Pi) - theory.U).max())
+        rows.append(row)
+    return {"scale": scale, "config": cfg, "problem": base, "rows": rows}
+
+
+def _posterior_summary(res: dict) -> tuple[dict, dict]:
+    per_width, arrays = [], {}
+    for row in res["rows"]:
+        entry = {"N": row["N"], "P": row["P"], "max_abs_U_theory_minus_GP": row["gp_dU"],
+                 "theory_accuracy": row["theory"].accuracy(res["problem"].y_test),
+                 "gp_accuracy": row["gp"].accuracy(res["problem"].y_test)}
+        arrays[f"N{row['N']}_U_theory"] = row["U_theory"]
+        for kind in ("rb", "full"):
+            if kind in row:
+                smp = row[kind]
+                entry[kind] = {"max_abs_Uhat_minus_theory": row[f"{kind}_dU"],
+                               "rms_mean_gap_theory": row[f"{kind}_rms_theory"],
+                               "rms_mean_gap_gp": row[f"{kind}_rms_gp"],
+                               "accuracy": smp.accuracy(res["problem"].y_test),
+                               "wall_seconds": smp.wall_seconds, "diagnostics": smp.diagnostics}
+                arrays[f"N{row['N']}_U_{kind}"] = smp.U_hat
+                arrays[f"N{row['N']}_mean_{kind}"] = smp.predictive_mean
+        per_width.append(entry)
+    return {"experiment": "posterior", "scale": res["scale"], "config": res["config"], "per_width": per_width}, arrays
+
+
 def _theory_summary(res: dict) -> tuple[dict, dict]:
     summary = {
         "experiment": "theory", "scale": res["scale"], "config": res["config"],
@@ -106,6 +177,7 @@ def _theory_summary(res: dict) -> tuple[dict, dict]:
 
 EXPERIMENTS: dict[str, tuple[Callable, Callable]] = {
     "theory": (theory_demo, _theory_summary),
+    "posterior": (posterior_check, _posterior_summary),
 }
 
 

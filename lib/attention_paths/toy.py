@@ -40,6 +40,18 @@ class ToyProblem:
     def heads(self) -> tuple[int, ...]:
         return tuple(layer.n_heads for layer in self.layers)
 
+    def subset(self, P: int) -> "ToyProblem":
+        """The same problem with only the first ``P`` training examples (the test set is unchanged)."""
+        if not 1 <= P <= len(self.y_train):
+            raise ValueError(f"P must be between 1 and {len(self.y_train)}, got {P}")
+        return ToyProblem(self.x_train[:P], self.y_train[:P], self.x_test, self.y_test, self.layers,
+                          self.readout, self.features_train[:P], self.features_test)
+
+    def path_inputs(self, which: str = "train") -> np.ndarray:
+        """Path-processed inputs ``xi`` [P or M, Pi, N0] of the training or test set (for the samplers)."""
+        x = {"train": self.x_train, "test": self.x_test}[which]
+        return path_inputs(x, self.layers, self.readout).numpy()
+
 
 def make_toy_problem(P: int = 40, M: int = 200, n0: int = 16, T: int = 6, heads=(2, 2), beta: float = 2.0,
                      readout: str = "mean", teacher_width: int = 256, teacher_path: int | None = None,
