@@ -1,0 +1,73 @@
+"""Benchmark of the posterior samplers: wall time and ESS per second of the order-parameter entries.
+
+    python benchmarks/bench_sampling.py            # Markov-sized and image-sized problems at N=10
+    python benchmarks/bench_sampling.py --chains 4 --warmup 500 --samples 500
+
+For each problem both samplers run with the same budget; the table reports wall time (compilation
+included), the minimum and median bulk ESS of the entries of U(Theta), ESS per second, divergences and
+the largest R-hat.  Problems (issue 3, section 4):
+  Markov-sized: P=100, N0=231, T=31, 2x2 random bilinear heads, last-token readout, tau=0.01, N=10;
+  image-sized:  P=600, N0=192, T=48, 4x4 random query/key heads (16 paths), mean readout, tau=0.5, N=10.
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import warnings
+
+import numpy as np
+
+import attention_paths as ap
+from attention_paths import sampling as sp
+
+
+def problem(name):
+    if name == "markov":
+        P, n0, T, heads, form, readout, tau = 100, 231, 31, (2, 2), "W", "last", 0.01
+    else:
+        P, n0, T, heads, form, readout, tau = 600, 192, 48, (4, 4), "QK", "mean", 0.5
+    rng = np.random.default_rng(0)
+    if form == "W":
+        layers = ap.random_wform_layers(n0, heads, 3.0, rng)
+    else:
+        layers = [ap.QKFormHeads(rng.standard_normal((H, 128, n0)) / np.sqrt(n0),
+                                 rng.standard_normal((H, 128, n0)) / np.sqrt(n0)) for H in heads]
+    x = rng.standard_normal((P + 200, n0, T))
+    r = ap.readout_vector(readout, T)
+    xi = ap.path_inputs(x, layers, r).numpy()
+    y = np.where(xi[:, 0, :] @ rng.standard_normal(n0) > 0, 1.0, -1.0)
+    feats = ap.path_features(xi)
+    return dict(xi_tr=xi[:P], xi_te=xi[P:], f_tr=feats[:P], f_te=feats[P:], y=y[:P], tau=tau, heads=heads)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--warmup", type=int, default=500)
+    parser.add_argument("--samples", type=int, default=500)
+    parser.add_argument("--problems", default="markov,image")
+    parser.add_argument("--samplers", default="rb,full")
+    args = parser.parse_args()
+    cfg = sp.SamplerConfig(num_warmup=args.warmup, num_samples=args.samples, num_chains=args.chains, seed=0)
+    print(f"# sampler benchmark, {platform.machine()}, {args.chains} chains x ({args.warmup}+{args.samples})")
+    print(f"{'problem':<8} {'sampler':<14} {'params':>7} {'time [s]':>9} {'ESS min':>8} {'ESS med':>8} "
+          f"{'ESS/s min':>9} {'ESS/s med':>9} {'div':>4} {'R-hat':>6}", flush=True)
+    for name in args.problems.split(","):
+        pr = problem(name)
+        arch = ap.Architecture.uniform(pr["heads"], 10)
+        for kind in args.samplers.split(","):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", sp.SamplingWarning)
+                if kind == "rb":
+                    s = sp.sample_rao_blackwell(pr["f_tr"], pr["y"], pr["tau"], arch, pr["f_te"], config=cfg)
+                else:
+                    s = sp.sample_full(pr["xi_tr"], pr["y"], pr["tau"], arch, pr["xi_te"], config=cfg)
+            d = s.diagnostics
+            print(f"{name:<8} {s.kind:<14} {s.settings['n_parameters']:7d} {s.wall_seconds:9.1f} "
+                  f"{d['ess_bulk_U_min']:8.0f} {d['ess_bulk_U_median']:8.0f} "
+                  f"{d['ess_bulk_U_min'] / s.wall_seconds:9.2f} {d['ess_bulk_U_median'] / s.wall_seconds:9.2f} "
+                  f"{d['divergences']:4d} {d['rhat_U_max']:6.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
