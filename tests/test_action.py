@@ -30,19 +30,24 @@ def test_analytic_gradient_equals_autodiff(heads):
         np.testing.assert_allclose(g, u.grad.numpy(), rtol=0, atol=1e-10 * max(1.0, np.abs(g).max()))
 
 
+def central_differences(f, u0, h):
+    """Columns d f / d u_k by central differences (f scalar- or vector-valued)."""
+    cols = []
+    for k in range(len(u0)):
+        up, um = u0.copy(), u0.copy()
+        up[k] += h
+        um[k] -= h
+        cols.append((np.asarray(f(up)) - np.asarray(f(um))) / (2 * h))
+    return np.stack(cols, axis=-1)
+
+
 def test_gradient_matches_central_differences():
     act = _action((3, 2), tau=0.1)
     rng = np.random.default_rng(3)
     Us = [random_spd(D, rng) for D in act.arch.dims]
     pk = act.packing
     g = pk.pack_gradient(act.gradient(Us))
-    u0 = pk.pack(Us)
-    fd = np.empty_like(u0)
-    for k in range(pk.n):
-        h = 1e-5
-        up, um = u0.copy(), u0.copy()
-        up[k] += h; um[k] -= h
-        fd[k] = (act.value(pk.unpack(up)) - act.value(pk.unpack(um))) / (2 * h)
+    fd = central_differences(lambda u: act.value(pk.unpack(u)), pk.pack(Us), 1e-5)
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6 * np.abs(g).max())
 
 
@@ -52,13 +57,7 @@ def test_hessian_matches_differences_of_gradient():
     Us = [random_spd(D, rng) for D in act.arch.dims]
     pk = act.packing
     H = act.hessian(Us)
-    u0 = pk.pack(Us)
-    fd = np.empty_like(H)
-    for k in range(pk.n):
-        h = 1e-6
-        up, um = u0.copy(), u0.copy()
-        up[k] += h; um[k] -= h
-        fd[:, k] = (pk.pack_gradient(act.gradient(pk.unpack(up))) - pk.pack_gradient(act.gradient(pk.unpack(um)))) / (2 * h)
+    fd = central_differences(lambda u: pk.pack_gradient(act.gradient(pk.unpack(u))), pk.pack(Us), 1e-6)
     np.testing.assert_allclose(H, fd, rtol=1e-5, atol=1e-6 * np.abs(H).max())
 
 

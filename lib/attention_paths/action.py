@@ -14,6 +14,7 @@ from scipy.linalg import lapack
 
 from .architecture import Architecture
 from .kernels import PathKernel
+from .validation import check_targets, check_tau
 
 __all__ = ["Action", "Packing", "partial_trace", "closed_form_ua", "NotPositiveDefiniteError"]
 
@@ -119,14 +120,8 @@ class Action:
     def __init__(self, kernel: PathKernel, y, tau: float, arch: Architecture):
         if not isinstance(kernel, PathKernel):
             kernel = PathKernel(kernel)
-        y = np.asarray(y, dtype=np.float64)
-        if y.shape != (kernel.P,):
-            raise ValueError(f"targets must have shape [P={kernel.P}], got {y.shape}")
-        if not np.isfinite(y).all():
-            raise ValueError("targets contain non-finite values")
-        tau = float(tau)
-        if not (np.isfinite(tau) and tau > 0):
-            raise ValueError(f"temperature tau must be positive and finite, got {tau}")
+        y = check_targets(y, kernel.P)
+        tau = check_tau(tau)
         if arch.n_paths != kernel.n_paths:
             raise ValueError(f"architecture has {arch.n_paths} paths but the kernel has {kernel.n_paths}")
         self.kernel, self.y, self.tau, self.arch = kernel, y, tau, arch

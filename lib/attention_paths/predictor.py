@@ -11,6 +11,7 @@ import numpy as np
 from scipy import linalg
 
 from .kernels import _check_features, _check_U, renormalized_kernel
+from .validation import check_targets, check_tau
 
 __all__ = ["Prediction", "predict", "accuracy", "generalization_error", "kernel_alignment", "kernel_target_alignment"]
 
@@ -58,12 +59,8 @@ def predict(U, train_features, y, tau: float, test_features, *, return_var: bool
     if not np.allclose(U, U.T, atol=1e-12 * max(1.0, np.abs(U).max())):
         raise ValueError("order parameter U must be symmetric")
     _check_spd_psd(U)
-    y = np.asarray(y, dtype=np.float64)
-    if y.shape != (Xtr.shape[0],):
-        raise ValueError(f"targets must have shape [P={Xtr.shape[0]}], got {y.shape}")
-    tau = float(tau)
-    if not (np.isfinite(tau) and tau > 0):
-        raise ValueError(f"temperature tau must be positive and finite, got {tau}")
+    y = check_targets(y, Xtr.shape[0])
+    tau = check_tau(tau)
     K = renormalized_kernel(U, Xtr)
     K[np.diag_indices_from(K)] += tau
     c = linalg.cho_factor(K, lower=True)

@@ -42,6 +42,7 @@ from .architecture import Architecture  # noqa: E402
 from .io import _atomic  # noqa: E402
 from .predictor import accuracy  # noqa: E402
 from .progress import quiet  # noqa: E402
+from .validation import check_targets, check_tau  # noqa: E402
 
 __all__ = ["SamplerConfig", "PosteriorSamples", "sample_full", "sample_rao_blackwell", "load_samples",
            "SamplingWarning"]
@@ -296,13 +297,7 @@ def _check_inputs(xi_or_feats, y, tau, what):
         raise ValueError(f"{what} must be a 3-d array, got shape {arr.shape}")
     if not np.isfinite(arr).all():
         raise ValueError(f"{what} contain non-finite values")
-    y = np.asarray(y, dtype=np.float64)
-    if y.shape != (arr.shape[0],):
-        raise ValueError(f"targets must have shape [P={arr.shape[0]}], got {y.shape}")
-    tau = float(tau)
-    if not (np.isfinite(tau) and tau > 0):
-        raise ValueError(f"temperature tau must be positive and finite, got {tau}")
-    return arr, y, tau
+    return arr, check_targets(y, arr.shape[0]), check_tau(tau)
 
 
 def _run(model, config: SamplerConfig, progress: bool | None, **kwargs) -> tuple[MCMC, float]:
