@@ -1,5 +1,4 @@
 """Action, gradients, closed forms and the solver (spec T§16.2)."""
-import warnings
 
 import numpy as np
 import pytest

@@ -142,7 +142,8 @@ def test_rao_blackwell_density_is_the_exact_marginal():
 
 @pytest.mark.parametrize("readout", ["last", "mean"])
 def test_full_weight_forward_matches_the_torch_network(readout):
-    x, y, layers, r, _ = (BASE.x_train[:7], None, BASE.layers, ap.readout_vector(readout, BASE.x_train.shape[2]), None)
+    x, layers = BASE.x_train[:7], BASE.layers
+    r = ap.readout_vector(readout, x.shape[2])
     net = ap.AttentionPathNetwork(layers, r, (5, 6, 7), (1.2, 0.8, 1.1, 0.6))
     net.sample_prior(torch.Generator().manual_seed(1))
     xi = ap.path_inputs(x, layers, r).numpy()
