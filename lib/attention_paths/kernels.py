@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["PathKernel", "renormalized_kernel", "gp_kernel", "path_kernel"]
+__all__ = ["PathKernel", "gram_tensor", "renormalized_kernel", "gp_kernel", "path_kernel"]
 
 # The path-Gram tensor is used when it fits in this many bytes; otherwise the low-rank form.
 DEFAULT_GRAM_BYTES = 2 * 1024**3
@@ -30,6 +30,13 @@ def _check_U(U, n_paths: int) -> np.ndarray:
     if not np.isfinite(U).all():
         raise ValueError("order parameter U contains non-finite values")
     return U
+
+
+def gram_tensor(X) -> np.ndarray:
+    """Path-Gram tensor ``C[pi, pi', p, q] = Xi[p, :, pi] . Xi[q, :, pi']`` of features [P, N0, Pi] -> [Pi, Pi, P, P]."""
+    P, N0, Pi = X.shape
+    Xt = np.ascontiguousarray(X.transpose(2, 0, 1)).reshape(Pi * P, N0)
+    return np.ascontiguousarray((Xt @ Xt.T).reshape(Pi, P, Pi, P).transpose(0, 2, 1, 3))
 
 
 def renormalized_kernel(U, Xa, Xb=None) -> np.ndarray:
@@ -96,20 +103,12 @@ class PathKernel:
         if mode not in ("gram", "lowrank"):
             raise ValueError(f"mode must be 'auto', 'gram' or 'lowrank', got {mode!r}")
         self.mode = mode
-        self._gram = None
-        if mode == "gram":
-            Xt = np.ascontiguousarray(self.X.transpose(2, 0, 1)).reshape(self.n_paths * self.P, self.N0)
-            G = (Xt @ Xt.T).reshape(self.n_paths, self.P, self.n_paths, self.P)
-            self._gram = np.ascontiguousarray(G.transpose(0, 2, 1, 3))  # [Pi, Pi, P, P]
+        self._gram = gram_tensor(self.X) if mode == "gram" else None
 
     @property
     def gram(self) -> np.ndarray:
         """Path-Gram tensor ``C[pi, pi', p, q]`` (computed on demand in low-rank mode)."""
-        if self._gram is None:
-            Xt = np.ascontiguousarray(self.X.transpose(2, 0, 1)).reshape(self.n_paths * self.P, self.N0)
-            G = (Xt @ Xt.T).reshape(self.n_paths, self.P, self.n_paths, self.P)
-            return G.transpose(0, 2, 1, 3)
-        return self._gram
+        return gram_tensor(self.X) if self._gram is None else self._gram
 
     def kernel(self, U) -> np.ndarray:
         """Training kernel matrix ``K^U``, [P, P]."""

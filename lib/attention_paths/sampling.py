@@ -39,6 +39,7 @@ with warnings.catch_warnings():
 
 from .architecture import Architecture  # noqa: E402
 from .io import _atomic  # noqa: E402
+from .kernels import gram_tensor  # noqa: E402
 from .predictor import accuracy  # noqa: E402
 from .progress import quiet  # noqa: E402
 from .validation import check_targets, check_tau  # noqa: E402
@@ -406,10 +407,7 @@ def sample_rao_blackwell(features_train, y, tau: float, arch: Architecture, feat
     P, N0, Pi = X.shape
     Xf = jnp.asarray(X.reshape(P, -1))
     Xr = jnp.asarray(X.reshape(-1, Pi))
-    gram = None
-    if 8.0 * P * P * Pi * Pi <= max_gram_bytes:
-        Xtp = np.ascontiguousarray(X.transpose(2, 0, 1)).reshape(Pi * P, N0)
-        gram = jnp.asarray((Xtp @ Xtp.T).reshape(Pi, P, Pi, P).transpose(0, 2, 1, 3))
+    gram = jnp.asarray(gram_tensor(X)) if 8.0 * P * P * Pi * Pi <= max_gram_bytes else None
     nll = _marginal_nll_jax(gram, Xf, Xr, jnp.asarray(y), tau)
     mcmc, wall = _run(_rb_model, config, progress, nll=nll, arch=arch)
     s = mcmc.get_samples(group_by_chain=True)
