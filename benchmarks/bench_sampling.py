@@ -6,7 +6,7 @@
 For each problem both samplers run with the same budget; the table reports wall time (compilation
 included), the minimum and median bulk ESS of the entries of U(Theta), ESS per second, divergences and
 the largest R-hat.  Problems (issue 3, section 4):
-  Markov-sized: P=100, N0=231, T=31, 2x2 random bilinear heads, last-token readout, tau=0.01, N=10;
+  markov: the paper's hidden-Markov-chain task (4-path network, P=100, N0=231, T=31, tau=0.01), N=10;
   image-sized:  P=600, N0=192, T=48, 4x4 random query/key heads (16 paths), mean readout, tau=0.5, N=10.
 """
 from __future__ import annotations
@@ -19,19 +19,18 @@ import numpy as np
 
 import attention_paths as ap
 from attention_paths import sampling as sp
+from attention_paths.hmc import make_hmc_task
 
 
 def problem(name):
     if name == "markov":
-        P, n0, T, heads, form, readout, tau = 100, 231, 31, (2, 2), "W", "last", 0.01
-    else:
-        P, n0, T, heads, form, readout, tau = 600, 192, 48, (4, 4), "QK", "mean", 0.5
+        task = make_hmc_task("main")
+        return dict(xi_tr=task.xi_train, xi_te=task.xi_test[:200], f_tr=task.features_train,
+                    f_te=task.features_test[:200], y=task.y_train, tau=0.01, heads=task.heads)
+    P, n0, T, heads, readout, tau = 600, 192, 48, (4, 4), "mean", 0.5
     rng = np.random.default_rng(0)
-    if form == "W":
-        layers = ap.random_wform_layers(n0, heads, 3.0, rng)
-    else:
-        layers = [ap.QKFormHeads(rng.standard_normal((H, 128, n0)) / np.sqrt(n0),
-                                 rng.standard_normal((H, 128, n0)) / np.sqrt(n0)) for H in heads]
+    layers = [ap.QKFormHeads(rng.standard_normal((H, 128, n0)) / np.sqrt(n0),
+                             rng.standard_normal((H, 128, n0)) / np.sqrt(n0)) for H in heads]
     x = rng.standard_normal((P + 200, n0, T))
     r = ap.readout_vector(readout, T)
     xi = ap.path_inputs(x, layers, r).numpy()

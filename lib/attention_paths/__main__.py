@@ -21,7 +21,7 @@ def main(argv=None) -> int:
     scale = get_scale(args.scale)
     out = args.out or f"out/{args.experiment}-{scale}"
     summary = run_experiment(args.experiment, scale, out, progress=not args.quiet)
-    print(json.dumps({k: v for k, v in summary.items() if k not in ("per_width", "provenance")}, indent=2))
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("per_width", "provenance", "seed_sets", "sampled")}, indent=2))
     print(f"wrote {out}/summary.json and {out}/arrays.npz", file=sys.stderr)
     return 0
 

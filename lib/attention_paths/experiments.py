@@ -175,9 +175,58 @@ def _theory_summary(res: dict) -> tuple[dict, dict]:
     return summary, arrays
 
 
+def _hmc_run(scale: str | None = None, progress: bool = False) -> dict:
+    from .hmc import run_hmc
+
+    return run_hmc(scale, progress=progress)
+
+
+def _hmc_summary(res: dict) -> tuple[dict, dict]:
+    from .hmc import MAIN_PATHS, NOISY_PATHS, hmc_claims
+
+    def sweep_rows(sw):
+        return [{"N": int(N), "accuracy_percent": float(a), "grad_max": float(r.grad_max),
+                 "hessian_min_eig": float(r.hessian_min_eig), "iterations": int(r.n_iter), "U": r.U.tolist()}
+                for N, a, r in zip(sw["widths"], sw["accuracy"], sw["results"])]
+
+    sets = []
+    for s in res["sets"]:
+        sets.append({"seed_set": s["k"], "seeds": vars(s["seeds"]), "gp_all_percent": s["gp_all"],
+                     "gp_path_g_percent": s["gp_g"], "gp_paths_gd_percent": s["gp_gd"],
+                     "path_alone_network_percent": dict(zip(MAIN_PATHS, s["alone_network"].tolist())),
+                     "path_alone_mask_percent": dict(zip(MAIN_PATHS, s["alone_mask"].tolist())),
+                     "head_scores": s["head_scores"],
+                     "main": sweep_rows(s["sweep"]),
+                     "noisy": sweep_rows(s["noisy_sweep"]), "noisy_gp_percent": s["noisy_sweep"]["gp_accuracy"],
+                     "noisy_diagonal_only_percent": s["noisy_diagonal_only"].tolist(),
+                     "noisy_equalised_diagonal_percent": s["noisy_equalised_diagonal"].tolist()})
+    sampled = {}
+    arrays = {"alignment_GP": res["alignment"]["GP"], "alignment_renormalised": res["alignment"]["renormalised"],
+              "kernel_subset": res["kernel_subset"]}
+    arrays.update({f"kernel_{k}": v for k, v in res["kernels"].items()})
+    for net, per_N in res["samples"].items():
+        task = res["sets"][0][net]
+        for N, entry in per_N.items():
+            for kind, smp in entry.items():
+                sampled[f"{net}_N{N}_{kind}"] = {
+                    "network": net, "N": int(N), "kind": smp.kind, "accuracy_percent": smp.accuracy(task.y_test),
+                    "U_hat": smp.U_hat.tolist(), "wall_seconds": smp.wall_seconds, "settings": smp.settings,
+                    "diagnostics": smp.diagnostics}
+    for k, s in enumerate(res["sets"]):
+        arrays[f"set{k}_U_main"] = s["sweep"]["U"]
+        arrays[f"set{k}_U_noisy"] = s["noisy_sweep"]["U"]
+    arrays["widths"] = res["sets"][0]["sweep"]["widths"]
+    summary = {"experiment": "hmc", "scale": res["scale"], "config": res["config"],
+               "path_names": {"main": list(MAIN_PATHS), "noisy": list(NOISY_PATHS)},
+               "seed_sets": sets, "sampled": sampled, "theory_seconds": res["theory_seconds"],
+               "claims": hmc_claims(res)}
+    return summary, arrays
+
+
 EXPERIMENTS: dict[str, tuple[Callable, Callable]] = {
     "theory": (theory_demo, _theory_summary),
     "posterior": (posterior_check, _posterior_summary),
+    "hmc": (_hmc_run, _hmc_summary),
 }
 
 
@@ -192,6 +241,10 @@ def run_experiment(name: str, scale: str | None = None, out: str | Path = "out",
     summary["wall_seconds"] = time.perf_counter() - t0
     summary["provenance"] = provenance()
     out = Path(out)
+    for net, per_N in res.get("samples", {}).items():  # sampling runs, reloadable with sampling.load_samples
+        for N, entry in per_N.items():
+            for kind, smp in entry.items():
+                smp.save(out / f"samples_{net}_N{N}_{kind}.npz")
     atomic_savez(out / "arrays.npz", **arrays)
     atomic_write_json(out / "summary.json", summary)
     return summary

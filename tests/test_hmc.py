@@ -1,0 +1,160 @@
+"""The hidden-Markov-chain task: generator statistics, heads, reference networks and the chapter's claims."""
+import numpy as np
+import pytest
+
+import attention_paths as ap
+from attention_paths import hmc
+
+
+def _noise_free(states):
+    """One sequence [1, 231, 31] with the given 30 states (+-1), no noise."""
+    v_plus, v_minus = hmc.embeddings()
+    x = np.zeros((1, 231, 31))
+    x[0, :200, 1:] = np.where(np.asarray(states)[None, :] > 0, v_plus[:, None], v_minus[:, None])
+    x[0, 200:, :] = np.eye(31)
+    return x
+
+
+def test_shapes_bos_positions_and_class_order():
+    x, y, states = hmc.make_sequences(10, seed=3)
+    assert x.shape == (10, 231, 31) and y.shape == (10,) and states.shape == (10, 30)
+    np.testing.assert_array_equal(y, [1] * 5 + [-1] * 5)
+    assert np.all(x[:, :200, 0] == 0.0)  # BOS features: zero and noise-free
+    np.testing.assert_array_equal(x[:, 200:, :], np.broadcast_to(np.eye(31), (10, 31, 31)))
+    assert set(np.unique(states)) == {-1.0, 1.0}
+
+
+def test_embeddings_are_orthogonal_with_norm_200():
+    vp, vm = hmc.embeddings()
+    assert vp @ vm == 0.0 and vp @ vp == pytest.approx(200.0) and vm @ vm == pytest.approx(200.0)
+
+
+def test_empirical_stay_probabilities_per_class():
+    P = 4000
+    _, y, s = hmc.make_sequences(P, seed=11)
+    stay = (s[:, 1:] == s[:, :-1])
+    n = stay[y > 0].size  # 58,000 transitions per class; standard error about 0.002
+    assert stay[y > 0].mean() == pytest.approx(0.7, abs=5 * np.sqrt(0.21 / n))
+    assert stay[y < 0].mean() == pytest.approx(0.3, abs=5 * np.sqrt(0.21 / n))
+    assert (s[:, 0] > 0).mean() == pytest.approx(0.5, abs=5 * np.sqrt(0.25 / P))
+
+
+def test_noise_components_have_their_own_strengths():
+    """sigma_sum, sigma_diff act in the (v+, v-) plane, sigma_perp (the paper's) out of it."""
+    s_sum, s_diff, s_perp = 0.5, 2.0, 3.0
+    x, _, states = hmc.make_sequences(400, seed=5, sigma_sum=s_sum, sigma_diff=s_diff, sigma_perp=s_perp)
+    vp, vm = hmc.embeddings()
+    emb = np.where(states[:, None, :] > 0, vp[None, :, None], vm[None, :, None])
+    eta = x[:, :200, 1:] - emb  # [P, 200, 30]
+    e_sum = (vp + vm) / np.linalg.norm(vp + vm)
+    e_diff = (vp - vm) / np.linalg.norm(vp - vm)
+    c_sum = np.einsum("i,pit->pt", e_sum, eta)
+    c_diff = np.einsum("i,pit->pt", e_diff, eta)
+    out = eta - e_sum[None, :, None] * c_sum[:, None] - e_diff[None, :, None] * c_diff[:, None]
+    n = c_sum.size  # 12,000 draws: relative standard error of a variance about 1.3%
+    assert c_sum.var() == pytest.approx(s_sum ** 2, rel=0.06)
+    assert c_diff.var() == pytest.approx(s_diff ** 2, rel=0.06)
+    assert (out ** 2).sum(1).mean() / 198 == pytest.approx(s_perp ** 2, rel=0.01)
+    assert abs(np.corrcoef(c_sum.ravel(), c_diff.ravel())[0, 1]) < 5 / np.sqrt(n)
+
+
+def test_generator_is_reproducible_from_its_seed():
+    a = hmc.make_sequences(20, seed=27)
+    b = hmc.make_sequences(20, seed=27)
+    c = hmc.make_sequences(20, seed=28)
+    for u, v in zip(a, b):
+        np.testing.assert_array_equal(u, v)
+    assert not np.array_equal(a[0], c[0])
+    np.testing.assert_array_equal(hmc.random_head(147), hmc.random_head(147))
+
+
+def test_good_head_attends_to_previous_same_state_token_else_bos():
+    states = np.array([1, 1, -1, -1, -1, 1, -1, 1, 1, 1] * 3, dtype=float)
+    omega = ap.WFormHeads(hmc.good_head()).attention(_noise_free(states))[0, 0].numpy()  # [key s, query t]
+    np.testing.assert_allclose(omega[:, 0], 1 / 31, rtol=1e-12)  # the BOS query: all scores zero
+    for t in range(1, 31):  # token t carries state t-1 of the chain
+        same_as_prev = t >= 2 and states[t - 1] == states[t - 2]
+        if same_as_prev:
+            assert omega[t - 1, t] > 0.99
+        else:
+            assert np.argmax(omega[:, t]) == 0 and omega[0, t] > 0.8
+    # scores after beta: previous same-state 20, BOS 15, other same-state 10, other-state <= 0
+    A = ap.WFormHeads(hmc.good_head()).scores(_noise_free(states))[0, 0].numpy()
+    assert A[1, 2] == pytest.approx(20.0) and A[0, 5] == pytest.approx(15.0)
+    assert A[1, 6] == pytest.approx(10.0) and A[2, 3] == pytest.approx(0.0) and A[1, 3] == pytest.approx(-10.0)
+
+
+def test_uniform_head_and_zero_random_head_attend_uniformly():
+    x, _, _ = hmc.make_sequences(4, seed=1, sigma_perp=5.0)
+    for W in (hmc.uniform_head(), hmc.random_head(147, eps=0.0)):
+        omega = ap.WFormHeads(W).attention(x).numpy()
+        np.testing.assert_allclose(omega, 1 / 31, rtol=1e-12)
+    assert np.all(hmc.random_head(3, eps=0.0) == 0.0)
+
+
+def test_random_head_block_scales():
+    W = hmc.random_head(0) / hmc.BETA
+    assert W[:200, :200].std() == pytest.approx(1 / 200, rel=0.02)
+    assert W[200:, 200:].std() == pytest.approx(1.0, rel=0.15)
+    assert W[:200, 200:].std() == pytest.approx(1 / np.sqrt(200), rel=0.05)
+    assert W[200:, :200].std() == pytest.approx(1 / np.sqrt(200), rel=0.05)
+
+
+@pytest.fixture(scope="module")
+def small_tasks():
+    seeds = hmc.HMCSeeds()
+    return {name: hmc.make_hmc_task(name, seeds, P=40, P_test=60) for name in ("main", "g", "g+d", "noisy")}
+
+
+def test_reference_networks_equal_sub_order_parameters(small_tasks):
+    """The GP of a separate sub-network = the 4-path predictor with U restricted to its paths (OP-E2 (a))."""
+    main = small_tasks["main"]
+    for sub, paths in (("g", [0]), ("g+d", [0, 2])):
+        t = small_tasks[sub]
+        direct = ap.predict(np.eye(t.n_paths), t.features_train, t.y_train, 0.01, t.features_test)
+        via = ap.predict(hmc.subnetwork_U(4, paths), main.features_train, main.y_train, 0.01, main.features_test)
+        np.testing.assert_allclose(via.mean, direct.mean, rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(via.var, direct.var, rtol=1e-9, atol=1e-11)
+    np.testing.assert_array_equal(hmc.single_path_U(4, 0), hmc.subnetwork_U(4, [0]))
+    assert hmc.single_path_U(4, 2, separate_network=False)[2, 2] == 1.0
+
+
+def test_networks_have_the_documented_paths(small_tasks):
+    assert small_tasks["main"].heads == (2, 2) and small_tasks["main"].path_names == ("g", "a1", "d", "a2")
+    assert small_tasks["noisy"].heads == (2, 1)
+    # the 2-path "denoising" path is an exact uniform average: xi^d = mean over tokens of x
+    t = small_tasks["noisy"]
+    np.testing.assert_allclose(t.xi_train[:, 1, :], t.x_train.mean(axis=2), atol=1e-12)
+    # the noisy network's data has the paper's sigma_perp = 5: out-of-plane feature variance about 25
+    assert t.x_train[:, 2:98, 1:].var() > 10 * small_tasks["main"].x_train[:, 2:98, 1:].var()
+
+
+def test_ablations_and_bad_input():
+    U = np.array([[3.0, -1.5], [-1.5, 1.2]])
+    a = hmc.ablations(U)
+    np.testing.assert_array_equal(a["diagonal_only"], np.diag([3.0, 1.2]))
+    np.testing.assert_array_equal(a["equalised_diagonal"], [[3.0, -1.5], [-1.5, 3.0]])
+    with pytest.raises(ValueError, match="2-path"):
+        hmc.ablations(np.eye(4))
+    with pytest.raises(ValueError, match="even"):
+        hmc.make_sequences(7, seed=0)
+    with pytest.raises(ValueError, match="network"):
+        hmc.make_hmc_task("five-path")
+    with pytest.raises(ValueError, match="probability"):
+        hmc.sample_states(3, 1.5, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="subset"):
+        hmc.subnetwork_U(4, [4])
+
+
+@pytest.mark.slow
+def test_paper_claims_hold_for_the_theory():
+    """H1-H5, H7-H10 on the paper-sized theory for 5 seed sets (no sampling; about a minute)."""
+    res = hmc.run_hmc("quick", sample=False)
+    claims = hmc.hmc_claims(res)
+    assert {c["id"] for c in claims} >= {"H1", "H2", "H3", "H4", "H5", "H7", "H8", "H8b", "H9", "H10"}
+    failed = [c for c in claims if not c["passed"]]
+    assert not failed, failed
+    # every solve converged to a verified minimum
+    for s in res["sets"]:
+        for r in s["sweep"]["results"] + s["noisy_sweep"]["results"]:
+            assert r.converged and r.hessian_min_eig > 0
