@@ -1,4 +1,6 @@
 """The hidden-Markov-chain task: generator statistics, heads, reference networks and the chapter's claims."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -146,15 +148,63 @@ def test_ablations_and_bad_input():
         hmc.subnetwork_U(4, [4])
 
 
+@pytest.fixture(scope="module")
+def theory_res():
+    """The chapter's theory at the paper's sizes for 5 seed sets, without sampling (about 15 s)."""
+    return hmc.run_hmc("quick", sample=False)
+
+
 @pytest.mark.slow
-def test_paper_claims_hold_for_the_theory():
-    """H1-H5, H7-H10 on the paper-sized theory for 5 seed sets (no sampling; about a minute)."""
-    res = hmc.run_hmc("quick", sample=False)
-    claims = hmc.hmc_claims(res)
+def test_paper_claims_hold_for_the_theory(theory_res):
+    """H1-H5, H7-H10 on the paper-sized theory for 5 seed sets."""
+    claims = hmc.hmc_claims(theory_res)
     assert {c["id"] for c in claims} >= {"H1", "H2", "H3", "H4", "H5", "H7", "H8", "H8b", "H9", "H10"}
     failed = [c for c in claims if not c["passed"]]
     assert not failed, failed
     # every solve converged to a verified minimum
-    for s in res["sets"]:
+    for s in theory_res["sets"]:
         for r in s["sweep"]["results"] + s["noisy_sweep"]["results"]:
             assert r.converged and r.hessian_min_eig > 0
+    text = hmc.format_claims(claims)
+    assert text.count("[pass]") == len(claims) and "FAIL" not in text
+    assert len(hmc.format_seed_sets(theory_res).splitlines()) == 1 + len(theory_res["sets"])
+    assert len(hmc.format_sweep(theory_res["sets"][0]["sweep"]).splitlines()) == 1 + 7
+
+
+@pytest.mark.slow
+def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
+    """A short sampling run goes through the CLI's summary, is reloaded by load_hmc_run and matches."""
+    from attention_paths.experiments import _hmc_summary
+    from attention_paths.io import atomic_savez, atomic_write_json
+
+    cfg = dict(hmc.HMC_EXPERIMENT["quick"])
+    cfg["sampling"] = {"main": {"rb": (10,), "full": ()}, "noisy": {"rb": (), "full": ()}}
+    cfg["sampler"] = dict(num_chains=2, num_warmup=60, num_samples=60, seed=3)
+    from attention_paths.sampling import SamplingWarning
+
+    res = dict(theory_res)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplingWarning)  # a deliberately short run
+        res["samples"] = hmc.sample_hmc(theory_res["sets"][0], cfg)
+    smp = res["samples"]["main"][10]["rb"]
+    summary, arrays = _hmc_summary(res)
+    summary["provenance"] = {"git_commit": None, "platform": "test", "time_utc": "now"}
+    atomic_savez(tmp_path / "arrays.npz", **arrays)
+    atomic_write_json(tmp_path / "summary.json", summary)
+    loaded = hmc.load_hmc_run(tmp_path)
+    e = loaded["sampled"]["main_N10_rb"]
+    np.testing.assert_allclose(e["arrays"]["U_hat"], smp.U_hat)
+    np.testing.assert_allclose(e["arrays"]["mean"], smp.predictive_mean)
+    assert e["accuracy_percent"] == smp.accuracy(theory_res["sets"][0]["main"].y_test)
+    # even a short run reproduces the theory's signs and its accuracy within a few points (H6)
+    records = hmc.sampling_records(res, loaded)
+    assert [r["source"] for r in records] == ["this build", "committed"]
+    assert len(hmc.format_sampling(records, res).splitlines()) == 3
+    Ustar = theory_res["sets"][0]["sweep"]["U"][0]
+    big = np.abs(Ustar) > 0.1 * np.abs(Ustar).max()
+    assert np.all(np.sign(smp.U_hat[big]) == np.sign(Ustar[big]))
+    # a damaged result is reported, a missing one is None
+    assert hmc.load_hmc_run(tmp_path / "nowhere") is None
+    (tmp_path / "arrays.npz").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="corrupted"):
+        hmc.load_hmc_run(tmp_path)

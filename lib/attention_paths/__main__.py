@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 
@@ -15,12 +16,21 @@ def main(argv=None) -> int:
                         help="problem sizes (default: $REPRO_SCALE or quick)")
     parser.add_argument("--out", default=None, help="output folder (default: out/<experiment>-<scale>)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--save-samples", action="store_true",
+                        help="also write every posterior-sampling run whole (large files)")
+    parser.add_argument("--cpu-devices", type=int, default=None,
+                        help="expose this many CPU devices to JAX so that sampling chains run in parallel "
+                             "(default: min(number of CPUs, 8); must be set before JAX starts)")
     args = parser.parse_args(argv)
+    n_dev = args.cpu_devices or min(os.cpu_count() or 1, 8)
+    if "jax" not in sys.modules and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                                   f" --xla_force_host_platform_device_count={n_dev}").strip()
     from .config import get_scale
 
     scale = get_scale(args.scale)
     out = args.out or f"out/{args.experiment}-{scale}"
-    summary = run_experiment(args.experiment, scale, out, progress=not args.quiet)
+    summary = run_experiment(args.experiment, scale, out, progress=not args.quiet, save_samples=args.save_samples)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("per_width", "provenance", "seed_sets", "sampled")}, indent=2))
     print(f"wrote {out}/summary.json and {out}/arrays.npz", file=sys.stderr)
     return 0

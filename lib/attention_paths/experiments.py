@@ -208,7 +208,12 @@ def _hmc_summary(res: dict) -> tuple[dict, dict]:
         task = res["sets"][0][net]
         for N, entry in per_N.items():
             for kind, smp in entry.items():
-                sampled[f"{net}_N{N}_{kind}"] = {
+                key = f"{net}_N{N}_{kind}"
+                arrays[f"sample_{key}_mean"] = smp.predictive_mean
+                arrays[f"sample_{key}_var"] = smp.predictive_var
+                arrays[f"sample_{key}_mcse"] = smp.mc_standard_error()
+                arrays[f"sample_{key}_U_hat"] = smp.U_hat
+                sampled[key] = {
                     "network": net, "N": int(N), "kind": smp.kind, "accuracy_percent": smp.accuracy(task.y_test),
                     "U_hat": smp.U_hat.tolist(), "wall_seconds": smp.wall_seconds, "settings": smp.settings,
                     "diagnostics": smp.diagnostics}
@@ -230,8 +235,14 @@ EXPERIMENTS: dict[str, tuple[Callable, Callable]] = {
 }
 
 
-def run_experiment(name: str, scale: str | None = None, out: str | Path = "out", progress: bool = True) -> dict:
-    """Run experiment ``name`` and write ``out/summary.json`` and ``out/arrays.npz``; returns the summary."""
+def run_experiment(name: str, scale: str | None = None, out: str | Path = "out", progress: bool = True,
+                   save_samples: bool = False) -> dict:
+    """Run experiment ``name`` and write ``out/summary.json`` and ``out/arrays.npz``; returns the summary.
+
+    With ``save_samples``, every posterior-sampling run is also written whole to
+    ``out/samples_<network>_N<width>_<sampler>.npz`` (reload with ``sampling.load_samples``); the summary and
+    arrays always hold its posterior means, variances, sampled order parameter and diagnostics.
+    """
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; choose from {sorted(EXPERIMENTS)}")
     run, summarize = EXPERIMENTS[name]
@@ -241,10 +252,11 @@ def run_experiment(name: str, scale: str | None = None, out: str | Path = "out",
     summary["wall_seconds"] = time.perf_counter() - t0
     summary["provenance"] = provenance()
     out = Path(out)
-    for net, per_N in res.get("samples", {}).items():  # sampling runs, reloadable with sampling.load_samples
-        for N, entry in per_N.items():
-            for kind, smp in entry.items():
-                smp.save(out / f"samples_{net}_N{N}_{kind}.npz")
+    if save_samples:
+        for net, per_N in res.get("samples", {}).items():
+            for N, entry in per_N.items():
+                for kind, smp in entry.items():
+                    smp.save(out / f"samples_{net}_N{N}_{kind}.npz")
     atomic_savez(out / "arrays.npz", **arrays)
     atomic_write_json(out / "summary.json", summary)
     return summary

@@ -35,7 +35,8 @@ __all__ = ["N_FEATURES", "N_STATES", "embeddings", "sample_states", "make_sequen
            "random_head", "HMCSeeds", "HMCTask", "make_hmc_task", "MAIN_PATHS", "MAIN_ORDER", "NOISY_PATHS",
            "single_path_U", "subnetwork_U", "repeat_coordinate", "difference_order_parameter",
            "cross_weight_ratio", "difference_scan", "HMC_EXPERIMENT", "theory_sweep", "ablations", "seed_set_summary",
-           "run_hmc", "sample_hmc", "hmc_claims"]
+           "run_hmc", "sample_hmc", "hmc_claims", "load_hmc_run",
+           "format_sweep", "sampling_records", "format_sampling", "format_seed_sets", "format_claims"]
 
 N_FEATURES = 200  # feature width N_f
 N_STATES = 30  # state tokens per sequence (T = 31 with the BOS token)
@@ -315,7 +316,7 @@ HMC_EXPERIMENT = {
                   heat_widths=(10, 100, 1000), kernel_subset=(tuple(range(0, 25)), tuple(range(75, 100))),
                   n_align=30,
                   sampling={"main": {"rb": (10, 30, 100), "full": (10, 30)}, "noisy": {"rb": (10, 30, 100), "full": (10,)}},
-                  sampler=dict(num_chains=4, num_warmup=500, num_samples=500, seed=1)),
+                  sampler=dict(num_chains=4, num_warmup=500, num_samples=500, seed=1, chain_method="parallel")),
 }
 
 
@@ -572,3 +573,102 @@ def _agreement(smp, th_pred, Ustar, y_test) -> tuple[bool, str]:
     ok = abs(acc_s - acc_t) <= 2.0 and corr > 0.95 and signs and rel <= 0.15
     return ok, (f"accuracy theory {acc_t:.1f}% vs sampled {acc_s:.1f}%; corr(means) {corr:.3f}; "
                 f"sign pattern {'equal' if signs else 'differs'}; largest entries within {100 * rel:.0f}%")
+
+
+def load_hmc_run(folder) -> dict | None:
+    """Sampling results of a run written by ``python -m attention_paths hmc --out folder`` (e.g. paper scale).
+
+    Returns ``None`` when ``folder/summary.json`` does not exist; otherwise the summary with, for every
+    sampling run ``key = "<network>_N<width>_<sampler>"``, its arrays (posterior ``mean``, ``var``, ``mcse``,
+    ``U_hat``) added under ``summary["sampled"][key]["arrays"]``.  A damaged file raises ``ValueError``.
+    """
+    import json
+    from pathlib import Path
+
+    folder = Path(folder)
+    if not (folder / "summary.json").exists():
+        return None
+    try:
+        summary = json.loads((folder / "summary.json").read_text())
+        with np.load(folder / "arrays.npz", allow_pickle=False) as f:
+            arrays = {k: f[k] for k in f.files}
+        for key, entry in summary["sampled"].items():
+            entry["arrays"] = {part: arrays[f"sample_{key}_{part}"] for part in ("mean", "var", "mcse", "U_hat")}
+    except (OSError, KeyError, ValueError) as err:
+        raise ValueError(f"HMC run in {folder} is incomplete or corrupted ({err!r})") from None
+    return summary
+
+
+# ------------------------------------------------------------------------------------------ tables
+def format_sweep(sw: dict) -> str:
+    """Text table of a :func:`theory_sweep`: accuracy and solver convergence at every width."""
+    rows = [f"{'N':>5} {'accuracy %':>10} {'max|dS/dU|/N':>13} {'Hessian min eig':>16} {'iterations':>10}"]
+    for N, a, r in zip(sw["widths"], sw["accuracy"], sw["results"]):
+        rows.append(f"{N:5d} {a:10.1f} {r.grad_max:13.1e} {r.hessian_min_eig:16.2e} {r.n_iter:10d}")
+    return "\n".join(rows)
+
+
+def sampling_records(res: dict, paper: dict | None = None) -> list[dict]:
+    """One record per sampling run of this build (``res``) and of a committed run (``paper``).
+
+    Keys: source, network, N, sampler, chains, warmup, samples, accuracy, divergences, rhat_U, ess_U,
+    seconds and, for this build's runs only, ``U_hat``.
+    """
+    out = []
+    for net, per_N in res["samples"].items():
+        for N, entry in per_N.items():
+            for smp in entry.values():
+                sc, d = smp.settings["sampler"], smp.diagnostics
+                out.append(dict(source="this build", network=net, N=int(N), sampler=smp.kind,
+                                chains=sc["num_chains"], warmup=sc["num_warmup"], samples=sc["num_samples"],
+                                accuracy=smp.accuracy(res["sets"][0][net].y_test), divergences=d["divergences"],
+                                rhat_U=d["rhat_U_max"], ess_U=d["ess_bulk_U_min"], seconds=smp.wall_seconds,
+                                U_hat=smp.U_hat))
+    for e in (paper or {}).get("sampled", {}).values():
+        sc, d = e["settings"]["sampler"], e["diagnostics"]
+        out.append(dict(source="committed", network=e["network"], N=int(e["N"]), sampler=e["kind"],
+                        chains=sc["num_chains"], warmup=sc["num_warmup"], samples=sc["num_samples"],
+                        accuracy=e["accuracy_percent"], divergences=d["divergences"], rhat_U=d["rhat_U_max"],
+                        ess_U=d["ess_bulk_U_min"], seconds=e["wall_seconds"], U_hat=np.asarray(e["arrays"]["U_hat"])))
+    return out
+
+
+def format_sampling(records: list[dict], res: dict) -> str:
+    """Text table of :func:`sampling_records` with the theory's accuracy and ``max|U_hat - U*| / max|U*|``."""
+    rows = [f"{'source':>10} {'net':>5} {'N':>4} {'sampler':>13} {'budget':>11} {'acc.%':>5} {'theory':>6} "
+            f"{'dU rel':>6} {'div':>3} {'R-hat':>5} {'ESS':>5} {'sec':>5}"]
+    s0 = res["sets"][0]
+    for r in records:
+        sw = s0["sweep"] if r["network"] == "main" else s0["noisy_sweep"]
+        i = list(sw["widths"]).index(r["N"])
+        Ust = sw["U"][i]
+        rel = np.abs(r["U_hat"] - Ust).max() / np.abs(Ust).max()
+        budget = f"{r['chains']}x{r['warmup']}+{r['samples']}"
+        rows.append(f"{r['source']:>10} {r['network']:>5} {r['N']:4d} {r['sampler']:>13} {budget:>11} "
+                    f"{r['accuracy']:5.1f} {sw['accuracy'][i]:6.1f} {rel:6.3f} {r['divergences']:3d} "
+                    f"{r['rhat_U']:5.3f} {r['ess_U']:5.0f} {r['seconds']:5.0f}")
+    return "\n".join(rows)
+
+
+def format_seed_sets(res: dict) -> str:
+    """Text table of the headline numbers of every seed set (accuracies in %, ``U`` at ``N = 10``)."""
+    head = ("set", "GP all", "GP g", "GP g+d", "N=10", "N=1000", "U_gg", "U_dd", "U_gd", "noisy10", "noisyGP")
+    rows = [("{:>3}" + " {:>6}" * 8 + " {:>7}" * 2).format(*head)]
+    for s in res["sets"]:
+        U, nsw = s["sweep"]["U"][0], s["noisy_sweep"]
+        acc = (s["gp_all"], s["gp_g"], s["gp_gd"], s["sweep"]["accuracy"][0], s["sweep"]["accuracy"][-1])
+        rows.append(f"{s['k']:3d}" + "".join(f" {v:6.1f}" for v in acc)
+                    + "".join(f" {v:6.2f}" for v in (U[0, 0], U[2, 2], U[0, 2]))
+                    + f" {nsw['accuracy'][0]:7.1f} {nsw['gp_accuracy']:7.1f}")
+    return "\n".join(rows)
+
+
+def format_claims(claims: list[dict], width: int = 88) -> str:
+    """The claim records of :func:`hmc_claims` as wrapped text, one block per claim."""
+    import textwrap
+
+    blocks = []
+    for c in claims:
+        blocks.append(f"[{'pass' if c['passed'] else 'FAIL'}] {c['id']}: {c['claim']}")
+        blocks.append(textwrap.fill(c["detail"], width, initial_indent=" " * 7, subsequent_indent=" " * 7))
+    return "\n".join(blocks)

@@ -45,18 +45,28 @@ def tile_average(K, tile: int, mask_diagonal: bool = True) -> np.ndarray:
     return np.nanmean(K, axis=(1, 3))
 
 
-def kernel_image(ax, K, order=None, title: str = "", tile: int | None = None, cmap: str = "RdBu_r"):
+def kernel_image(ax, K, order=None, title: str = "", tile: int | None = None, cmap: str | None = None,
+                 limits: str = "symmetric"):
     """Kernel heatmap, optionally re-ordered (e.g. by class) and tile-averaged (diagonal left out).
 
-    The colour map is diverging and centred at zero with symmetric limits.
+    ``limits="symmetric"``: diverging colour map (default ``RdBu_r``) centred at zero with symmetric limits.
+    ``limits="off-diagonal"``: sequential map (default ``viridis``) spanning the range of the off-diagonal
+    entries, which shows block structure in kernels that are positive everywhere and dominated by their
+    diagonal (diagonal entries above the range saturate).
     """
     K = np.asarray(K)
     if order is not None:
         K = K[np.ix_(order, order)]
     if tile:
         K = tile_average(K, tile)
-    vmax = np.nanmax(np.abs(K))
-    im = ax.imshow(K, cmap=cmap, vmin=-vmax, vmax=vmax)
+    if limits == "symmetric":
+        vmax = np.nanmax(np.abs(K))
+        im = ax.imshow(K, cmap=cmap or "RdBu_r", vmin=-vmax, vmax=vmax)
+    elif limits == "off-diagonal":
+        off = K[~np.eye(K.shape[0], dtype=bool)]
+        im = ax.imshow(K, cmap=cmap or "viridis", vmin=np.nanmin(off), vmax=np.nanmax(off))
+    else:
+        raise ValueError(f"limits must be 'symmetric' or 'off-diagonal', got {limits!r}")
     ax.set_title(title)
     ax.set_xticks([])
     ax.set_yticks([])

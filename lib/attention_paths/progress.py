@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import sys
 
-from tqdm.auto import tqdm
+from tqdm import tqdm  # plain text bars: tqdm.auto warns in kernels without ipywidgets
 
 __all__ = ["progress_bar", "quiet"]
 
