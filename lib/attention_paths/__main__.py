@@ -11,7 +11,8 @@ def main(argv=None) -> int:
     from .experiments import EXPERIMENTS, run_experiment
 
     parser = argparse.ArgumentParser(prog="python -m attention_paths", description=__doc__)
-    parser.add_argument("experiment", choices=sorted(EXPERIMENTS), help="which experiment to run")
+    parser.add_argument("experiment", choices=sorted(EXPERIMENTS) + ["omniglot-train"],
+                        help="which experiment to run")
     parser.add_argument("--scale", choices=["quick", "paper"], default=None,
                         help="problem sizes (default: $REPRO_SCALE or quick)")
     parser.add_argument("--out", default=None, help="output folder (default: out/<experiment>-<scale>)")
@@ -21,6 +22,8 @@ def main(argv=None) -> int:
     parser.add_argument("--cpu-devices", type=int, default=None,
                         help="expose this many CPU devices to JAX so that sampling chains run in parallel "
                              "(default: min(number of CPUs, 8); must be set before JAX starts)")
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="omniglot-train: stop after this many steps (resume later with the same --out)")
     args = parser.parse_args(argv)
     n_dev = args.cpu_devices or min(os.cpu_count() or 1, 8)
     if "jax" not in sys.modules and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
@@ -30,6 +33,13 @@ def main(argv=None) -> int:
 
     scale = get_scale(args.scale)
     out = args.out or f"out/{args.experiment}-{scale}"
+    if args.experiment == "omniglot-train":
+        from .training import config_for, summary_table, train
+
+        summary = train(config_for(scale), out, progress=not args.quiet, max_steps=args.max_steps)
+        print(summary_table(summary))
+        print(f"wrote {out}/summary.json, {out}/last.pt and {out}/best.pt", file=sys.stderr)
+        return 0
     summary = run_experiment(args.experiment, scale, out, progress=not args.quiet, save_samples=args.save_samples)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("per_width", "provenance", "seed_sets", "sampled")}, indent=2))
     print(f"wrote {out}/summary.json and {out}/arrays.npz", file=sys.stderr)

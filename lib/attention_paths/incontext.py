@@ -1,0 +1,241 @@
+"""In-context one-shot classification: episodes, tokens and the gradient-descent-trained transformer.
+
+Spec experiments §B.2-B.6.  An episode is [support, support, query] (2-way 1-shot, one query); each
+32x32 image becomes 16 tokens of 8x8 patches (192 features), LayerNorm-ed without affine parameters; a
+standardised sinusoidal position table and a frozen random label embedding (rows 0/1 = in-context
+label of a support image, row 2 = query) are added, giving ``x0`` of shape [48, 192].
+
+The network (:class:`InContextTransformer`) is the theory's network family (T§2) with trained weights:
+a learned input map ``W_in`` (the theory's ``V0``), two layers of 4 **summed** heads whose queries and
+keys act on the bare input ``x0``, value maps on the layer input, no residual, normalisation, MLP or
+bias, mean readout over tokens and a scalar output.  Its query/key weights and ``x0`` go to the theory
+unchanged (:meth:`InContextTransformer.theory_layers`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from .attention import QKFormHeads
+
+__all__ = ["Episodes", "sample_episodes", "ood_episodes", "patchify", "sinusoidal_positions",
+           "InContextTransformer", "N_TOKENS", "PATCH_FEATURES"]
+
+PATCH = 8
+PATCHES_PER_IMAGE = 16
+PATCH_FEATURES = 3 * PATCH * PATCH  # 192
+N_TOKENS = 3 * PATCHES_PER_IMAGE  # 48
+QUERY_LABEL = 2
+
+
+@dataclass
+class Episodes:
+    """A batch of episodes as normalised images.
+
+    images : [B, 3, 3, 32, 32] float32 -- support, support, query (sequence order)
+    labels : [B, 3] int64 in-context labels of the three images (0/1 for supports, 2 for the query)
+    y : [B] float32 targets, +1 if the query has in-context label 1, -1 if label 0
+    classes : [B, 2] int64 class (character) indices carrying in-context labels 0 and 1
+    query_class : [B] int64 class index of the query
+    """
+
+    images: np.ndarray
+    labels: np.ndarray
+    y: np.ndarray
+    classes: np.ndarray
+    query_class: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+
+def _pair_drawings(c0: int, c1: int, seed: int, n_drawings: int) -> tuple[np.ndarray, np.ndarray]:
+    """Support and query-candidate drawings of an ordered class pair, fixed by (pair, seed) (spec OP-E11)."""
+    rng = np.random.default_rng([seed, c0, c1])
+    return rng.choice(n_drawings, 2, replace=False), rng.choice(n_drawings, 2, replace=False)
+
+
+def sample_episodes(images_uint8: np.ndarray, n: int, rng: np.random.Generator, *, drawing_seed: int | None = 0,
+                    to_float=None) -> Episodes:
+    """``n`` random 2-way 1-shot episodes from one split (spec §B.2).
+
+    Parameters
+    ----------
+    images_uint8 : [C, D, 32, 32] preprocessed images of C characters with D drawings each
+    n : number of episodes
+    rng : generator for the class pairs, label assignment, support order and query choice
+    drawing_seed : which drawing of each class is support and which the query candidate is fixed per
+        ordered class pair by this seed (the reference's behaviour); ``None`` draws them afresh
+    to_float : image conversion (default :func:`attention_paths.omniglot.omniglot_to_float`)
+    """
+    from .omniglot import omniglot_to_float
+
+    to_float = to_float or omniglot_to_float
+    C, D = images_uint8.shape[:2]
+    if C < 2 or D < 2:
+        raise ValueError(f"need at least 2 classes with 2 drawings each, got images of shape {images_uint8.shape}")
+    if n < 1:
+        raise ValueError(f"need at least one episode, got n={n}")
+    pairs = np.empty((n, 2), dtype=np.int64)
+    pairs[:, 0] = rng.integers(C, size=n)
+    pairs[:, 1] = (pairs[:, 0] + 1 + rng.integers(C - 1, size=n)) % C  # a distinct second class, uniform
+    draw = np.empty((n, 2, 2), dtype=np.int64)  # [episode, class a/b, support/query-candidate]
+    for i, (a, b) in enumerate(pairs):
+        if drawing_seed is None:
+            da, db = rng.choice(D, 2, replace=False), rng.choice(D, 2, replace=False)
+        else:
+            da, db = _pair_drawings(int(a), int(b), drawing_seed, D)
+        draw[i, 0], draw[i, 1] = da, db
+    label_a = rng.integers(2, size=n)  # in-context label of class a; class b gets the other
+    swap = rng.integers(2, size=n).astype(bool)  # support order
+    query_is_b = rng.integers(2, size=n).astype(bool)
+    rows = np.arange(n)
+    sup_cls = np.where(swap[:, None], pairs[:, ::-1], pairs)  # [n, 2] classes in support order
+    sup_draw = np.where(swap[:, None], draw[:, ::-1, 0], draw[:, :, 0])
+    q_cls = np.where(query_is_b, pairs[:, 1], pairs[:, 0])
+    q_draw = np.where(query_is_b, draw[:, 1, 1], draw[:, 0, 1])
+    lab_of = lambda cls: np.where(cls == pairs[:, 0], label_a, 1 - label_a)  # noqa: E731
+    labels = np.stack([lab_of(sup_cls[:, 0]), lab_of(sup_cls[:, 1]), np.full(n, QUERY_LABEL)], axis=1)
+    y = np.where(lab_of(q_cls) == 1, 1.0, -1.0).astype(np.float32)
+    imgs = np.stack([images_uint8[sup_cls[:, 0], sup_draw[:, 0]], images_uint8[sup_cls[:, 1], sup_draw[:, 1]],
+                     images_uint8[q_cls, q_draw]], axis=1)
+    classes = np.stack([np.where(label_a == 0, pairs[:, 0], pairs[:, 1]),
+                        np.where(label_a == 0, pairs[:, 1], pairs[:, 0])], axis=1)
+    del rows
+    return Episodes(to_float(imgs), labels.astype(np.int64), y, classes, q_cls)
+
+
+def ood_episodes(ood: dict, indices=None) -> Episodes:
+    """Out-of-distribution episodes (spec §B.4): episode ``i`` = [i-th training 0, i-th training 1, i-th test].
+
+    ``ood`` is the output of :func:`attention_paths.omniglot.load_ood`; targets are -1 for a class-0 query,
+    +1 for class 1; supports in fixed order (class 0 first, in-context labels 0 then 1).
+    """
+    n = len(ood["test"])
+    idx = np.arange(n) if indices is None else np.asarray(indices)
+    images = np.stack([ood["train0"][idx], ood["train1"][idx], ood["test"][idx]], axis=1)
+    labels = np.tile(np.array([0, 1, QUERY_LABEL]), (len(idx), 1))
+    q = ood["test_labels"][idx]
+    return Episodes(images.astype(np.float32), labels, np.where(q == 1, 1.0, -1.0).astype(np.float32),
+                    np.tile(np.array([0, 1]), (len(idx), 1)), q.astype(np.int64))
+
+
+def patchify(images: torch.Tensor) -> torch.Tensor:
+    """[..., 3, 32, 32] -> [..., 16, 192]: 8x8 patches in raster order, features (row*8 + col)*3 + channel."""
+    *lead, c, h, w = images.shape
+    if (c, h, w) != (3, 32, 32):
+        raise ValueError(f"images must have shape [..., 3, 32, 32], got {tuple(images.shape)}")
+    x = images.reshape(*lead, 3, 4, PATCH, 4, PATCH)  # channel, patch row, row, patch col, col
+    n = len(lead)
+    perm = list(range(n)) + [n + 1, n + 3, n + 2, n + 4, n]  # patch row, patch col, row, col, channel
+    return x.permute(*perm).reshape(*lead, PATCHES_PER_IMAGE, PATCH_FEATURES)
+
+
+def sinusoidal_positions(T: int = N_TOKENS, d: int = PATCH_FEATURES) -> torch.Tensor:
+    """Standardised sinusoidal table [T, d]: sin/cos(t / 10000^(2i/d)), minus its mean, over (std + 1e-6)."""
+    t = torch.arange(T, dtype=torch.float64)[:, None]
+    i = torch.arange(d // 2, dtype=torch.float64)[None, :]
+    angle = t / 10000.0 ** (2 * i / d)
+    pe = torch.zeros(T, d, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)
+    return (pe - pe.mean()) / (pe.std() + 1e-6)
+
+
+class InContextTransformer(nn.Module):
+    """The gradient-descent-trained network of spec §B.5 (2 layers x 4 summed heads by default).
+
+    Parameters
+    ----------
+    d_model : width of the value path (512 in the paper)
+    n_layers, n_heads : attention layers and summed heads per layer
+    d_qk : query/key dimension G (128)
+    seed : seeds the frozen label embedding and the initial weights
+
+    Learned: ``w_in`` [d_model, 192], per layer ``q``, ``k`` [H*G, 192] and ``v`` [H*d_model, d_model],
+    ``readout`` [1, d_model].  Frozen buffers: ``positions`` [48, 192], ``label_embedding`` [3, 192] and
+    ``head_mask`` [L, H] (1 = active; used for pruning).
+    """
+
+    def __init__(self, d_model: int = 512, n_layers: int = 2, n_heads: int = 4, d_qk: int = 128, seed: int = 42):
+        super().__init__()
+        gen = torch.Generator().manual_seed(seed)
+        self.d_model, self.n_layers, self.n_heads, self.d_qk = d_model, n_layers, n_heads, d_qk
+        self.register_buffer("positions", sinusoidal_positions().float())
+        self.register_buffer("label_embedding", torch.randn(3, PATCH_FEATURES, generator=gen))
+        self.register_buffer("head_mask", torch.ones(n_layers, n_heads))
+        torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))  # PyTorch default init below
+        self.w_in = nn.Linear(PATCH_FEATURES, d_model, bias=False)
+        self.q = nn.ModuleList(nn.Linear(PATCH_FEATURES, n_heads * d_qk, bias=False) for _ in range(n_layers))
+        self.k = nn.ModuleList(nn.Linear(PATCH_FEATURES, n_heads * d_qk, bias=False) for _ in range(n_layers))
+        self.v = nn.ModuleList(nn.Linear(d_model, n_heads * d_model, bias=False) for _ in range(n_layers))
+        self.readout = nn.Linear(d_model, 1, bias=False)
+
+    # ---------------------------------------------------------------- tokens
+    def tokens(self, episodes: Episodes | tuple) -> torch.Tensor:
+        """``x0`` [B, 48, 192] of a batch of episodes (images [B, 3, 3, 32, 32], labels [B, 3])."""
+        images, labels = (episodes.images, episodes.labels) if isinstance(episodes, Episodes) else episodes
+        dev, dt = self.positions.device, self.positions.dtype
+        images = torch.as_tensor(np.asarray(images), dtype=dt, device=dev)
+        labels = torch.as_tensor(np.asarray(labels), dtype=torch.long, device=dev)
+        p = patchify(images)  # [B, 3, 16, 192]
+        p = torch.nn.functional.layer_norm(p, (PATCH_FEATURES,), eps=1e-5)
+        p = p + self.label_embedding[labels][:, :, None, :]
+        return p.reshape(p.shape[0], N_TOKENS, PATCH_FEATURES) + self.positions
+
+    # ---------------------------------------------------------------- forward
+    def attention(self, x0: torch.Tensor, layer: int) -> torch.Tensor:
+        """``Omega[b, h, s, t]`` of one layer (softmax over keys ``s``), computed from the bare input ``x0``."""
+        B, T, _ = x0.shape
+        q = self.q[layer](x0).reshape(B, T, self.n_heads, self.d_qk)
+        k = self.k[layer](x0).reshape(B, T, self.n_heads, self.d_qk)
+        scores = torch.einsum("bshg,bthg->bhst", k, q) / math.sqrt(self.d_qk)
+        return torch.softmax(scores, dim=2)
+
+    def forward(self, x0: torch.Tensor) -> torch.Tensor:
+        """Scalar outputs [B] for inputs ``x0`` [B, 48, 192]."""
+        z = self.w_in(x0)  # [B, T, D]
+        B, T, D = z.shape
+        for layer in range(self.n_layers):
+            omega = self.attention(x0, layer)
+            v = self.v[layer](z).reshape(B, T, self.n_heads, D)
+            mask = self.head_mask[layer]
+            n_active = mask.sum()
+            if n_active == 0:
+                raise ValueError(f"all heads of layer {layer + 1} are pruned")
+            z = torch.einsum("bhst,bshd,h->btd", omega, v, mask) / torch.sqrt(n_active)
+        return self.readout(z.mean(dim=1)).squeeze(-1)
+
+    # ---------------------------------------------------------------- pruning and theory
+    def set_pruned(self, heads=()) -> "InContextTransformer":
+        """Remove heads ``[(layer, head), ...]`` (0-based): their output is zeroed and the layer's head sum is
+        rescaled by ``1/sqrt(H - removed)`` (spec T§14.3).  An empty list restores all heads."""
+        self.head_mask.fill_(1.0)
+        for layer, head in heads:
+            if not (0 <= layer < self.n_layers and 0 <= head < self.n_heads):
+                raise ValueError(f"no head {head} in layer {layer} (layers {self.n_layers}, heads {self.n_heads})")
+            self.head_mask[layer, head] = 0.0
+        return self
+
+    def theory_layers(self) -> list[QKFormHeads]:
+        """The trained query/key weights as float64 :class:`QKFormHeads`, one per layer (Q, K [H, G, 192])."""
+        out = []
+        for layer in range(self.n_layers):
+            Q = self.q[layer].weight.detach().double().cpu().reshape(self.n_heads, self.d_qk, PATCH_FEATURES)
+            K = self.k[layer].weight.detach().double().cpu().reshape(self.n_heads, self.d_qk, PATCH_FEATURES)
+            out.append(QKFormHeads(Q, K))
+        return out
+
+    def path_weights(self) -> torch.Tensor:
+        """Effective path weights ``w^pi = a^T V^(L,hL) ... V^(1,h1) / sqrt(H^L)`` [Pi, d_model] (paths in the
+        package's flattening order); ``f(x) = sum_pi w^pi . W_in xi^pi(x)`` with ``xi^pi = x0^T omega^pi``."""
+        D, H = self.d_model, self.n_heads
+        W = self.readout.weight.detach().double()  # [1, D]
+        for layer in reversed(range(self.n_layers)):
+            V = self.v[layer].weight.detach().double().reshape(H, D, D)  # V[h] maps D -> D
+            scale = self.head_mask[layer].double() / torch.sqrt(self.head_mask[layer].sum().double())
+            W = torch.einsum("rd,hde,h->hre", W, V, scale).reshape(-1, D)
+        return W
