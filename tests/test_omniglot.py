@@ -1,0 +1,241 @@
+"""One-shot Omniglot: split rule, preprocessing, episodes, tokens, the in-context transformer and training.
+
+Tests that read the real datasets use ``$ATTENTION_PATHS_DATA`` (prepared by ``.ci/run``) and the split lists
+under ``$SHARED_DATA`` (default ``../shared/data``); they are skipped, with the reason, where those are absent.
+"""
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import attention_paths as ap
+from attention_paths import incontext as ic
+from attention_paths import omniglot as om
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def _tree_or_skip():
+    try:
+        return om.omniglot_tree(download=False)
+    except om.DatasetMissingError:
+        pytest.skip("no Omniglot tree under $ATTENTION_PATHS_DATA (run .ci/run or materialize_omniglot.py)")
+
+
+# ------------------------------------------------------------------------------------------ split
+def test_split_rule_reproduces_the_standard_lists():
+    index = SHARED / "omniglot" / "omniglot_index.csv"
+    if not index.exists():
+        pytest.skip(f"{index} not found (set SHARED_DATA)")
+    with open(index, newline="") as f:
+        chars = [(r["set"], r["alphabet"], r["character"]) for r in csv.DictReader(f)]
+    assert len(chars) == 1623
+    split = om.split_characters(chars)
+    assert {k: len(v) for k, v in split.items()} == om.SPLIT_SIZES
+    for name in ("train", "val", "test"):
+        ref = json.loads((SHARED / "omniglot" / "vinyals_split" / f"{name}.json").read_text())
+        expected = {(s, a, c) for s, alphabets in ref.items() for a, cs in alphabets.items() for c in cs}
+        assert set(split[name]) == expected, name
+
+
+def test_split_rule_edge_cases():
+    assert om.split_of("evaluation", "Gurmukhi", "character41") == "train"
+    assert om.split_of("evaluation", "Gurmukhi", "character42") == "test"
+    assert om.split_of("background", "Hebrew", "character01") == "val"
+    assert om.split_of("evaluation", "Angelic", "character01") == "train"
+    with pytest.raises(ValueError, match="set"):
+        om.split_of("images", "Latin", "character01")
+
+
+def test_tree_listing_matches_the_split_sizes():
+    tree = _tree_or_skip()
+    chars = om.list_characters(tree)
+    assert len(chars) == 1623
+    assert {k: len(v) for k, v in om.split_characters(chars).items()} == om.SPLIT_SIZES
+
+
+# ------------------------------------------------------------------------------------------ preprocessing
+def _png(array_bool):
+    buf = io.BytesIO()
+    Image.fromarray(array_bool).convert("1").save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_preprocessing_against_hand_computed_values():
+    blank = np.ones((105, 105), dtype=bool)  # True = white background
+    assert np.all(om.preprocess_omniglot_png(_png(blank)) == 0)  # inverted: background -> 0
+    assert np.all(om.preprocess_omniglot_png(_png(~blank)) == 255)  # all ink -> 255
+    half = blank.copy()
+    half[:, :52] = False  # ink on the left half (columns 0..51 of 105)
+    img = om.preprocess_omniglot_png(_png(half))
+    assert img.shape == (32, 32) and img.dtype == np.uint8
+    assert np.all(img[:, :15] == 255) and np.all(img[:, 17:] == 0)  # 52/105*32 = 15.8: one mixed column
+    x = om.omniglot_to_float(img)
+    assert x.shape == (3, 32, 32)
+    np.testing.assert_allclose(x[:, 0, 0], (1 - 0.922) / 0.084, rtol=1e-6)
+    np.testing.assert_allclose(x[:, 0, 31], (0 - 0.922) / 0.084, rtol=1e-6)
+
+
+def test_split_cache_is_reused_and_rebuilt_when_damaged(tmp_path):
+    _tree_or_skip()
+    a = om.load_split("val", cache_dir=tmp_path)
+    assert a.images.shape == (172, 20, 32, 32) and a.images.dtype == np.uint8
+    cache = tmp_path / "omniglot32_val.npz"
+    stamp = cache.stat().st_mtime_ns
+    b = om.load_split("val", cache_dir=tmp_path)
+    assert cache.stat().st_mtime_ns == stamp and b.checksum == a.checksum
+    np.testing.assert_array_equal(a.images, b.images)
+    cache.write_bytes(b"damaged")
+    c = om.load_split("val", cache_dir=tmp_path)
+    np.testing.assert_array_equal(a.images, c.images)
+    assert not list(tmp_path.glob(".*.tmp"))  # no half-written files left behind
+
+
+def test_missing_datasets_name_the_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_PATHS_DATA", str(tmp_path))
+    with pytest.raises(om.DatasetMissingError, match="ATTENTION_PATHS_DATA"):
+        om.omniglot_tree(download=False)
+    with pytest.raises(om.DatasetMissingError, match="ATTENTION_PATHS_DATA"):
+        om.load_ood("MNIST", download=False)
+    with pytest.raises(ValueError, match="split"):
+        om.load_split("holdout")
+
+
+# ------------------------------------------------------------------------------------------ episodes, tokens
+def _coded_images(C=6, D=20):
+    """uint8 images whose pixel (0, 0) encodes the class and (0, 1) the drawing."""
+    imgs = np.zeros((C, D, 32, 32), dtype=np.uint8)
+    imgs[:, :, 0, 0] = np.arange(C)[:, None]
+    imgs[:, :, 0, 1] = np.arange(D)[None, :]
+    return imgs
+
+
+def test_episodes_labels_targets_and_query():
+    imgs = _coded_images()
+    ep = ic.sample_episodes(imgs, 500, np.random.default_rng(1), to_float=lambda a: a.astype(np.float32))
+    cls = ep.images[:, :, 0, 0].astype(int)  # [n, 3] class of support, support, query
+    drw = ep.images[:, :, 0, 1].astype(int)
+    assert np.all(ep.labels[:, 2] == 2) and np.all(np.sort(ep.labels[:, :2], axis=1) == [0, 1])
+    assert np.all(cls[:, 0] != cls[:, 1])
+    for i in range(len(ep)):
+        j = list(cls[i, :2]).index(cls[i, 2])  # the query is one of the two support classes ...
+        assert drw[i, 2] != drw[i, j]  # ... in a different drawing
+        assert ep.y[i] == (1.0 if ep.labels[i, j] == 1 else -1.0)
+        assert ep.classes[i, ep.labels[i, j]] == cls[i, 2] == ep.query_class[i]
+    assert 0.4 < np.mean(ep.y > 0) < 0.6 and 0.4 < np.mean(ep.labels[:, 0]) < 0.6
+
+
+def test_fixed_drawings_per_ordered_pair():
+    imgs = _coded_images(C=3)
+    ep = ic.sample_episodes(imgs, 400, np.random.default_rng(0), to_float=lambda a: a.astype(np.float32))
+    seen = {}
+    for i in range(len(ep)):
+        for k in range(2):
+            key = (int(ep.images[i, k, 0, 0]), tuple(sorted(ep.images[i, :2, 0, 0].astype(int))))
+            seen.setdefault(key, set()).add(int(ep.images[i, k, 0, 1]))
+    # a class's support drawing within a given (unordered) pair takes at most its two ordered-pair values
+    assert max(len(v) for v in seen.values()) <= 2
+
+
+def test_ood_episode_order_and_targets():
+    ood = {"train0": np.zeros((5, 3, 32, 32), np.float32), "train1": np.ones((5, 3, 32, 32), np.float32),
+           "test": np.arange(5, dtype=np.float32)[:, None, None, None] * np.ones((5, 3, 32, 32), np.float32),
+           "test_labels": np.array([0, 0, 0, 1, 1])}
+    ep = ic.ood_episodes(ood)
+    np.testing.assert_array_equal(ep.y, [-1, -1, -1, 1, 1])
+    np.testing.assert_array_equal(ep.labels, [[0, 1, 2]] * 5)
+    assert np.all(ep.images[:, 0] == 0) and np.all(ep.images[:, 1] == 1)
+    np.testing.assert_array_equal(ep.images[:, 2, 0, 0, 0], np.arange(5))
+
+
+def test_patch_order_layernorm_positions_and_label_rows():
+    img = torch.arange(3 * 32 * 32, dtype=torch.float64).reshape(3, 32, 32)
+    p = ic.patchify(img)
+    assert p.shape == (16, 192)
+    pr, pc, row, col, ch = 1, 2, 3, 4, 2  # patch (1, 2), pixel (3, 4), channel 2
+    assert p[pr * 4 + pc, (row * 8 + col) * 3 + ch] == img[ch, pr * 8 + row, pc * 8 + col]
+    pe = ic.sinusoidal_positions().numpy()
+    assert pe.shape == (48, 192) and abs(pe.mean()) < 1e-12 and pe.std(ddof=1) == pytest.approx(1.0, abs=1e-5)
+    net = ic.InContextTransformer(d_model=16, d_qk=8).double()
+    rng = np.random.default_rng(0)
+    images = rng.standard_normal((2, 3, 3, 32, 32))
+    labels = np.array([[0, 1, 2], [1, 0, 2]])
+    x0 = net.tokens((images, labels))
+    assert x0.shape == (2, 48, 192)
+    ln = x0 - net.positions.double() - net.label_embedding.double()[labels].repeat_interleave(16, dim=1)
+    np.testing.assert_allclose(ln.mean(-1).numpy(), 0.0, atol=1e-12)
+    np.testing.assert_allclose(ln.var(-1, unbiased=False).numpy(), 1.0, rtol=1e-3)
+    blank = net.tokens((np.zeros((1, 3, 3, 32, 32)), labels[:1])) - net.positions.double()
+    np.testing.assert_allclose(blank[0, :16], net.label_embedding.double()[0].expand(16, -1))  # zero patch -> 0
+
+
+# ------------------------------------------------------------------------------------------ network
+def _net_and_x0(d_model=24, seed=0):
+    net = ic.InContextTransformer(d_model=d_model, d_qk=8, seed=seed).double()
+    rng = np.random.default_rng(seed)
+    images = rng.standard_normal((7, 3, 3, 32, 32))
+    labels = np.tile([0, 1, 2], (7, 1))
+    return net, net.tokens((images, labels))
+
+
+def test_path_decomposition_agrees_with_forward():
+    net, x0 = _net_and_x0()
+    with torch.no_grad():
+        xi = ap.path_inputs(x0.transpose(1, 2), net.theory_layers(), np.full(48, 1 / 48))  # [B, 16, 192]
+        f_paths = torch.einsum("pd,di,bpi->b", net.path_weights(), net.w_in.weight, xi)
+        np.testing.assert_allclose(f_paths.numpy(), net(x0).numpy(), rtol=1e-10, atol=1e-12)
+        # the theory's attention equals the network's
+        omega = net.theory_layers()[1].attention(x0.transpose(1, 2))
+        np.testing.assert_allclose(omega.numpy(), net.attention(x0, 1).numpy(), atol=1e-12)
+
+
+def test_pruning_zeroes_a_head_and_rescales_the_sum():
+    net, x0 = _net_and_x0()
+    with torch.no_grad():
+        full = net(x0)
+        net.set_pruned([(0, 2)])
+        pruned = net(x0)
+        # by hand: layer 1 without head 2, scaled 1/sqrt(3); layer 2 unchanged (1/sqrt(4))
+        z = net.w_in(x0)
+        B, T, D = z.shape
+        om1 = net.attention(x0, 0)
+        v1 = net.v[0](z).reshape(B, T, 4, D)
+        keep = [0, 1, 3]
+        z1 = torch.einsum("bhst,bshd->btd", om1[:, keep], v1[:, :, keep]) / np.sqrt(3)
+        v2 = net.v[1](z1).reshape(B, T, 4, D)
+        z2 = torch.einsum("bhst,bshd->btd", net.attention(x0, 1), v2) / 2.0
+        np.testing.assert_allclose(pruned.numpy(), net.readout(z2.mean(1)).squeeze(-1).numpy(), rtol=1e-10)
+        assert not torch.allclose(full, pruned)
+        net.set_pruned([])
+        np.testing.assert_allclose(net(x0).numpy(), full.numpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match="no head"):
+        net.set_pruned([(2, 0)])
+    net.set_pruned([(0, h) for h in range(4)])
+    with pytest.raises(ValueError, match="all heads"):
+        net(x0)
+
+
+def test_short_training_run_lowers_the_loss(tmp_path):
+    _tree_or_skip()
+    from attention_paths import training as tr
+
+    cfg = tr.TrainConfig(d_model=64, d_qk=16, steps=60, eval_every=30, val_episodes=256, test_episodes=256,
+                         ood_episodes=100)
+    summary = tr.train(cfg, tmp_path, progress=False)
+    h = summary["history"]
+    assert summary["finished"] and [r["step"] for r in h] == [30, 60]
+    assert h[-1]["train_loss"] < h[0]["train_loss"] < 2.0
+    net, rec = tr.load_trained(tmp_path / "last.pt")
+    assert rec["step"] == 60 and summary["checkpoint_sha256"]["last.pt"] == tr.checkpoint_sha256(tmp_path / "last.pt")
+    with pytest.raises(ValueError, match="other settings"):
+        tr.train(tr.TrainConfig(d_model=32, d_qk=16, steps=60, eval_every=30), tmp_path, progress=False)
+    (tmp_path / "bad.pt").write_bytes(b"junk")
+    with pytest.raises(ValueError, match="corrupted"):
+        tr.load_trained(tmp_path / "bad.pt")
