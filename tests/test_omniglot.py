@@ -236,6 +236,15 @@ def test_short_training_run_lowers_the_loss(tmp_path):
     assert rec["step"] == 60 and summary["checkpoint_sha256"]["last.pt"] == tr.checkpoint_sha256(tmp_path / "last.pt")
     with pytest.raises(ValueError, match="other settings"):
         tr.train(tr.TrainConfig(d_model=32, d_qk=16, steps=60, eval_every=30), tmp_path, progress=False)
+    exported = tr.export_checkpoint(tmp_path, tmp_path / "data" / "omniglot-quick")
+    net2, rec2 = tr.trained_network("quick", train_if_missing=False, data_dir=tmp_path / "data")
+    assert rec2["sha256"] == exported["exported"]["sha256"] and rec2["steps_done"] == 60
+    for p1, p2 in zip(net.parameters(), net2.parameters()):
+        assert torch.equal(p1, p2)
+    with open(tmp_path / "data" / "omniglot-quick" / "model.pt", "ab") as fh:
+        fh.write(b"tampered")
+    with pytest.raises(ValueError, match="SHA-256"):
+        tr.trained_network("quick", train_if_missing=False, data_dir=tmp_path / "data")
     (tmp_path / "bad.pt").write_bytes(b"junk")
     with pytest.raises(ValueError, match="corrupted"):
         tr.load_trained(tmp_path / "bad.pt")

@@ -23,7 +23,8 @@ import torch
 from .incontext import Episodes, InContextTransformer, ood_episodes, sample_episodes
 
 __all__ = ["TrainConfig", "TRAIN_CONFIGS", "train", "evaluate", "load_trained", "fixed_episodes",
-           "checkpoint_sha256"]
+           "checkpoint_sha256", "config_for", "summary_table", "export_checkpoint", "trained_network",
+           "repo_data_dir", "evaluation_sets"]
 
 EPISODES_PER_EPOCH = 527_878  # binom(1028, 2)
 
@@ -104,7 +105,7 @@ def checkpoint_sha256(path) -> str:
 
 
 def load_trained(path, device: str | torch.device = "cpu") -> tuple[InContextTransformer, dict]:
-    """Network and record of a checkpoint written by :func:`train` (``last.pt`` or ``best.pt``)."""
+    """Network and record of a checkpoint written by :func:`train` (``last.pt``, ``best.pt``) or exported."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
@@ -121,7 +122,9 @@ def load_trained(path, device: str | torch.device = "cpu") -> tuple[InContextTra
     return net, {k: v for k, v in ck.items() if k not in ("model", "optimizer")}
 
 
-def _eval_sets(cfg: TrainConfig, root) -> dict:
+def evaluation_sets(cfg: TrainConfig, root=None) -> dict:
+    """The fixed evaluation episodes of a configuration: ``val`` and ``test`` (Omniglot meta-validation and
+    meta-test characters, seeded) and ``MNIST``, ``FashionMNIST`` (all, or a balanced subset)."""
     from .omniglot import load_ood, load_split
 
     sets = {"val": fixed_episodes(load_split("val", root).images, cfg.val_episodes, 1000 + cfg.seed, cfg.drawing_seed),
@@ -158,10 +161,12 @@ def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bo
     if dev.type == "cpu":
         torch.set_num_threads(os.cpu_count() or 1)
     train_images = load_split("train", root).images
-    sets = _eval_sets(cfg, root)
+    sets = evaluation_sets(cfg, root)
     net = InContextTransformer(cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_qk, cfg.seed).to(dev)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     rng = np.random.default_rng(cfg.seed)
+    use_amp = dev.type == "cuda"  # 16-bit mixed precision with loss scaling, as the reference's fp16 training
+    scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
     step, history, best, seconds = 0, [], None, 0.0
     last = out / "last.pt"
     if resume and last.exists():
@@ -171,8 +176,9 @@ def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bo
         net.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         rng.bit_generator.state = ck["rng_state"]
+        if "scaler" in ck:
+            scaler.load_state_dict(ck["scaler"])
         step, history, best, seconds = ck["step"], ck["history"], ck["best"], ck["seconds"]
-    use_amp = dev.type == "cuda"
     model = torch.compile(net) if dev.type == "cuda" else net
     stop = cfg.steps if max_steps is None else min(cfg.steps, step + max_steps)
     bar = progress_bar(range(step, stop), desc="train", total=stop - step, disable=not progress)
@@ -186,8 +192,9 @@ def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bo
         with torch.autocast(dev.type, dtype=torch.float16, enabled=use_amp):
             loss = torch.mean((model(x0).float() - y) ** 2)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
         losses.append(float(loss.detach()))
         done = step + 1
         if done % cfg.eval_every == 0 or done == stop:
@@ -198,6 +205,7 @@ def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bo
             history.append(rec)
             losses = []
             state = {"config": asdict(cfg), "model": net.state_dict(), "optimizer": opt.state_dict(),
+                     "scaler": scaler.state_dict(),
                      "rng_state": rng.bit_generator.state, "step": done, "history": history, "seconds": seconds}
             if best is None or rec["val"]["accuracy"] > best["val"]["accuracy"]:
                 best = rec
@@ -237,3 +245,54 @@ def summary_table(summary: dict) -> str:
 
 if __name__ == "__main__":  # pragma: no cover
     print(json.dumps(asdict(TrainConfig()), indent=2))
+
+
+# ------------------------------------------------------------------------------------------ committed runs
+def repo_data_dir() -> Path:
+    """The project's ``data/`` folder (committed inputs and results)."""
+    return Path(__file__).resolve().parents[2] / "data"
+
+
+def export_checkpoint(run_dir, dest_dir) -> dict:
+    """Copy a finished run's **last** checkpoint without optimizer state (``model.pt``) and its summary into
+    ``dest_dir`` (e.g. ``data/omniglot-quick``), recording the exported file's SHA-256 in ``record.json``."""
+    from .io import atomic_write_json
+
+    run_dir, dest_dir = Path(run_dir), Path(dest_dir)
+    ck = torch.load(run_dir / "last.pt", map_location="cpu", weights_only=False)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    _atomic_torch_save({k: v for k, v in ck.items() if k not in ("optimizer", "rng_state", "scaler")},
+                       dest_dir / "model.pt")
+    record = dict(summary)
+    record["exported"] = {"file": "model.pt", "sha256": checkpoint_sha256(dest_dir / "model.pt"),
+                          "from": "last checkpoint (spec OP-E5: the last checkpoint feeds everything downstream)"}
+    atomic_write_json(dest_dir / "record.json", record)
+    return record
+
+
+def trained_network(scale: str | None = None, *, train_if_missing: bool = True, progress: bool = False,
+                    data_dir=None):
+    """The trained network of a scale: the committed ``data/omniglot-<scale>/model.pt`` when present, else a
+    run trained (and cached, resumable) under ``$ATTENTION_PATHS_DATA/attention-paths-cache``.
+
+    Returns ``(net, record)``; ``record["source"]`` says which was used.  ``data_dir`` replaces the project's
+    ``data/`` folder (for tests).  A committed file whose SHA-256 differs from its record raises ``ValueError``.
+    """
+    from .config import data_root, get_scale
+
+    scale = get_scale(scale)
+    committed = Path(data_dir or repo_data_dir()) / f"omniglot-{scale}"
+    if (committed / "model.pt").exists():
+        record = json.loads((committed / "record.json").read_text())
+        sha = checkpoint_sha256(committed / "model.pt")
+        if sha != record["exported"]["sha256"]:
+            raise ValueError(f"{committed / 'model.pt'} does not match the SHA-256 in its record.json")
+        net, ck = load_trained(committed / "model.pt")
+        return net, {**record, "source": f"committed checkpoint data/omniglot-{scale}/model.pt", "sha256": sha}
+    if not train_if_missing:
+        raise FileNotFoundError(f"no committed checkpoint under {committed}")
+    run_dir = data_root() / "attention-paths-cache" / f"omniglot-train-{scale}"
+    summary = train(config_for(scale), run_dir, progress=progress)
+    net, _ = load_trained(run_dir / "last.pt")
+    return net, {**summary, "source": f"trained in this build ({run_dir})",
+                 "sha256": checkpoint_sha256(run_dir / "last.pt")}
