@@ -58,7 +58,7 @@ class TrainConfig:
 TRAIN_CONFIGS = {
     "paper": TrainConfig(),
     # the full architecture, trained briefly on a CPU (lower accuracy than the paper's recipe; say so)
-    "quick": TrainConfig(steps=1500, eval_every=250, val_episodes=2048, test_episodes=2048, ood_episodes=1000),
+    "quick": TrainConfig(steps=4000, eval_every=250, val_episodes=2048, test_episodes=2048, ood_episodes=1000),
 }
 
 
@@ -171,8 +171,11 @@ def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bo
     last = out / "last.pt"
     if resume and last.exists():
         ck = torch.load(last, map_location=dev, weights_only=False)
-        if ck["config"] != asdict(cfg):
+        same = {k: v for k, v in ck["config"].items() if k != "steps"} == \
+            {k: v for k, v in asdict(cfg).items() if k != "steps"}
+        if not same:  # only the number of steps may change: a run can be extended
             raise ValueError(f"{last} was written with other settings; use another --out or delete it")
+        ck["config"] = asdict(cfg)
         net.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         rng.bit_generator.state = ck["rng_state"]
