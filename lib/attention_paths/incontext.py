@@ -93,19 +93,20 @@ def sample_episodes(images_uint8: np.ndarray, n: int, rng: np.random.Generator, 
     label_a = rng.integers(2, size=n)  # in-context label of class a; class b gets the other
     swap = rng.integers(2, size=n).astype(bool)  # support order
     query_is_b = rng.integers(2, size=n).astype(bool)
-    rows = np.arange(n)
     sup_cls = np.where(swap[:, None], pairs[:, ::-1], pairs)  # [n, 2] classes in support order
     sup_draw = np.where(swap[:, None], draw[:, ::-1, 0], draw[:, :, 0])
     q_cls = np.where(query_is_b, pairs[:, 1], pairs[:, 0])
     q_draw = np.where(query_is_b, draw[:, 1, 1], draw[:, 0, 1])
-    lab_of = lambda cls: np.where(cls == pairs[:, 0], label_a, 1 - label_a)  # noqa: E731
+
+    def lab_of(cls):  # in-context label of class ``cls`` (one of the pair) in each episode
+        return np.where(cls == pairs[:, 0], label_a, 1 - label_a)
+
     labels = np.stack([lab_of(sup_cls[:, 0]), lab_of(sup_cls[:, 1]), np.full(n, QUERY_LABEL)], axis=1)
     y = np.where(lab_of(q_cls) == 1, 1.0, -1.0).astype(np.float32)
     imgs = np.stack([images_uint8[sup_cls[:, 0], sup_draw[:, 0]], images_uint8[sup_cls[:, 1], sup_draw[:, 1]],
                      images_uint8[q_cls, q_draw]], axis=1)
     classes = np.stack([np.where(label_a == 0, pairs[:, 0], pairs[:, 1]),
                         np.where(label_a == 0, pairs[:, 1], pairs[:, 0])], axis=1)
-    del rows
     return Episodes(to_float(imgs), labels.astype(np.int64), y, classes, q_cls)
 
 
