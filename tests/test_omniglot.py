@@ -222,6 +222,23 @@ def test_pruning_zeroes_a_head_and_rescales_the_sum():
         net(x0)
 
 
+def test_query_attention_shares_follow_the_labels():
+    net, _ = _net_and_x0()
+    rng = np.random.default_rng(4)
+    images = rng.standard_normal((6, 3, 3, 32, 32)).astype(np.float32)
+    labels = np.array([[0, 1, 2], [1, 0, 2]] * 3)
+    ep = ic.Episodes(images, labels, np.ones(6, np.float32), np.zeros((6, 2), np.int64), np.zeros(6, np.int64))
+    share = ic.query_attention_by_block(net.float(), ep, batch=4)
+    assert share.shape == (2, 4, 3)
+    np.testing.assert_allclose(share.sum(-1), 1.0, atol=1e-6)
+    # by hand for layer 1, head 1: blocks in sequence order, then mapped by the support labels
+    with torch.no_grad():
+        om = net.attention(net.tokens((images, labels)), 0)[:, 0, :, 32:]  # [B, s, query tokens]
+    blocks = om.reshape(6, 3, 16, 16).sum(2).mean(-1).numpy()  # [B, block]
+    to0 = np.where(labels[:, 0] == 0, blocks[:, 0], blocks[:, 1])
+    assert share[0, 0, 0] == pytest.approx(to0.mean(), abs=1e-6)
+
+
 def test_short_training_run_lowers_the_loss(tmp_path):
     _tree_or_skip()
     from attention_paths import training as tr

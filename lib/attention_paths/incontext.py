@@ -23,7 +23,7 @@ from torch import nn
 from .attention import QKFormHeads
 
 __all__ = ["Episodes", "sample_episodes", "ood_episodes", "patchify", "sinusoidal_positions",
-           "InContextTransformer", "N_TOKENS", "PATCH_FEATURES"]
+           "InContextTransformer", "N_TOKENS", "PATCH_FEATURES", "query_attention_by_block"]
 
 PATCH = 8
 PATCHES_PER_IMAGE = 16
@@ -240,3 +240,27 @@ class InContextTransformer(nn.Module):
             scale = self.head_mask[layer].double() / torch.sqrt(self.head_mask[layer].sum().double())
             W = torch.einsum("rd,hde,h->hre", W, V, scale).reshape(-1, D)
         return W
+
+
+@torch.no_grad()
+def query_attention_by_block(net: InContextTransformer, episodes: Episodes, batch: int = 256) -> np.ndarray:
+    """Share of the query tokens' attention on the label-0 support, the label-1 support and the query itself.
+
+    Returns [L, H, 3]: for every head, the attention weight that the 16 query tokens put on the tokens of
+    each block, averaged over query tokens and episodes (each row sums to one).
+    """
+    out = np.zeros((net.n_layers, net.n_heads, 3))
+    dev = next(net.parameters()).device
+    P = PATCHES_PER_IMAGE
+    for i in range(0, len(episodes), batch):
+        sl = slice(i, i + batch)
+        x0 = net.tokens((episodes.images[sl], episodes.labels[sl])).to(dev)
+        lab = torch.as_tensor(episodes.labels[sl][:, :2], device=dev)  # in-context labels of the supports
+        for layer in range(net.n_layers):
+            om = net.attention(x0, layer)[..., 2 * P:]  # [B, H, s, query tokens]
+            blocks = om.reshape(om.shape[0], om.shape[1], 3, P, P).sum(3).mean(-1)  # [B, H, block]
+            first_is_0 = (lab[:, 0] == 0)[:, None]
+            to0 = torch.where(first_is_0, blocks[:, :, 0], blocks[:, :, 1])
+            to1 = torch.where(first_is_0, blocks[:, :, 1], blocks[:, :, 0])
+            out[layer] += torch.stack([to0, to1, blocks[:, :, 2]], -1).sum(0).double().cpu().numpy()
+    return out / len(episodes)

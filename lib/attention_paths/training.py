@@ -24,7 +24,7 @@ from .incontext import Episodes, InContextTransformer, ood_episodes, sample_epis
 
 __all__ = ["TrainConfig", "TRAIN_CONFIGS", "train", "evaluate", "load_trained", "fixed_episodes",
            "checkpoint_sha256", "config_for", "summary_table", "export_checkpoint", "trained_network",
-           "repo_data_dir", "evaluation_sets"]
+           "repo_data_dir", "evaluation_sets", "describe_record"]
 
 EPISODES_PER_EPOCH = 527_878  # binom(1028, 2)
 
@@ -235,6 +235,20 @@ def config_for(scale: str | None = None, **overrides) -> TrainConfig:
     from .config import get_scale
 
     return replace(TRAIN_CONFIGS[get_scale(scale)], **overrides)
+
+
+def describe_record(record: dict) -> str:
+    """Where a trained network came from, its training length, settings, hardware and checksum (text)."""
+    cfg = record["config"]
+    last = record["history"][-1]
+    return "\n".join([
+        record.get("source", ""),
+        f"steps {record['steps_done']} of the paper recipe's {TrainConfig().steps} "
+        f"({'finished' if record['finished'] else 'stopped early'}); batch {cfg['batch']}, "
+        f"d_model {cfg['d_model']}, seed {cfg['seed']}",
+        f"trained on {record['device']} ({record['device_name']}, {record['threads']} threads) in "
+        f"{last['seconds'] / 60:.0f} min, {record['episodes_per_second']:.0f} episodes/s",
+        f"code {str(record['provenance']['git_commit'])[:10]}, SHA-256 {record.get('sha256', '?')[:16]}..."])
 
 
 def summary_table(summary: dict) -> str:
