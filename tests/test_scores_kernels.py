@@ -96,3 +96,16 @@ def test_kernel_target_alignment_bounds_and_tile_average():
     K = np.arange(16.0).reshape(4, 4)
     T = tile_average(K, 2)
     assert T[0, 0] == pytest.approx((1 + 4) / 2) and T[0, 1] == pytest.approx((2 + 3 + 6 + 7) / 4)
+
+
+def test_class_block_contrast():
+    y = np.array([1, 1, 1, -1, -1, -1])
+    K = np.outer(y, y) + np.eye(6)  # perfect blocks: within +1, between -1, std of off-diagonal entries 1
+    assert ap.predictor.class_block_contrast(K, y) == pytest.approx(2.0 / np.std(K[~np.eye(6, dtype=bool)]))
+    assert ap.predictor.class_block_contrast(-K, y) == pytest.approx(-ap.predictor.class_block_contrast(K, y))
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((400, 3))
+    yr = np.where(rng.random(400) > 0.5, 1, -1)
+    assert abs(ap.predictor.class_block_contrast(Z @ Z.T, yr)) < 0.1  # label-independent kernel: no blocks
+    with pytest.raises(ValueError, match="two classes"):
+        ap.predictor.class_block_contrast(np.eye(3), np.ones(3))

@@ -13,7 +13,8 @@ from scipy import linalg
 from .kernels import _check_features, _check_U, renormalized_kernel
 from .validation import check_targets, check_tau
 
-__all__ = ["Prediction", "predict", "accuracy", "generalization_error", "kernel_alignment", "kernel_target_alignment"]
+__all__ = ["Prediction", "predict", "accuracy", "generalization_error", "kernel_alignment", "kernel_target_alignment",
+           "class_block_contrast"]
 
 
 @dataclass
@@ -118,3 +119,18 @@ def kernel_target_alignment(K, y) -> float:
     if K.ndim != 2 or K.shape != (y.shape[0], y.shape[0]):
         raise ValueError(f"need a square [P, P] kernel and [P] labels, got {K.shape} and {y.shape}")
     return float(y @ K @ y / (np.linalg.norm(K) * (y @ y)))
+
+
+def class_block_contrast(K, y) -> float:
+    """Two-class block structure of a kernel: mean within-class minus mean between-class off-diagonal entry,
+    in units of the standard deviation of all off-diagonal entries (0: no structure)."""
+    K = np.asarray(K, dtype=np.float64)
+    y = np.asarray(y)
+    if K.ndim != 2 or K.shape != (y.shape[0], y.shape[0]):
+        raise ValueError(f"need a square [P, P] kernel and [P] labels, got {K.shape} and {y.shape}")
+    off = ~np.eye(len(y), dtype=bool)
+    same = (y[:, None] == y[None, :]) & off
+    between = y[:, None] != y[None, :]
+    if not same.any() or not between.any():
+        raise ValueError("need at least two examples of each of two classes")
+    return float((K[same].mean() - K[between].mean()) / K[off].std())
