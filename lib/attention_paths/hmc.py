@@ -24,12 +24,24 @@ attends uniformly; a *random* head has Gaussian entries and gives sharp, task-ir
 """
 from __future__ import annotations
 
+import json
+import textwrap
+import time
+import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
+from .action import Action
+from .architecture import Architecture
 from .attention import WFormHeads, readout_vector
+from .config import get_scale
+from .kernels import PathKernel, gp_kernel, path_kernel, renormalized_kernel
 from .paths import path_features, path_inputs
+from .predictor import _check_spd_psd, class_block_contrast, kernel_alignment, predict
+from .scores import head_scores
+from .solver import solve_continuation
 
 __all__ = ["N_FEATURES", "N_STATES", "embeddings", "sample_states", "make_sequences", "good_head", "uniform_head",
            "random_head", "HMCSeeds", "HMCTask", "make_hmc_task", "MAIN_PATHS", "MAIN_ORDER", "NOISY_PATHS",
@@ -255,8 +267,10 @@ def single_path_U(n_paths: int, path: int, separate_network: bool = True) -> np.
     """
     if not 0 <= path < n_paths:
         raise ValueError(f"path must index one of {n_paths} paths, got {path}")
+    if separate_network:
+        return subnetwork_U(n_paths, [path])
     U = np.zeros((n_paths, n_paths))
-    U[path, path] = float(n_paths) if separate_network else 1.0
+    U[path, path] = 1.0
     return U
 
 
@@ -305,17 +319,17 @@ def difference_scan(task: HMCTask, cs, tau: float, g: int = 0, d: int | None = N
 
 
 # ------------------------------------------------------------------------------------------ the chapter
-HMC_EXPERIMENT = {
-    # The theory runs at the paper's sizes at both scales; only the sampling budget differs.
-    "quick": dict(widths=(10, 30, 50, 100, 300, 500, 1000), tau=0.01, P=100, P_test=1000, seed_sets=5,
+_HMC_QUICK = dict(widths=(10, 30, 50, 100, 300, 500, 1000), tau=0.01, P=100, P_test=1000, seed_sets=5,
                   heat_widths=(10, 100, 1000), kernel_subset=(tuple(range(0, 25)), tuple(range(75, 100))),
                   n_align=30,
                   sampling={"main": {"rb": (10,), "full": ()}, "noisy": {"rb": (10,), "full": ()}},
-                  sampler=dict(num_chains=2, num_warmup=300, num_samples=300, seed=1)),
-    "paper": dict(widths=(10, 30, 50, 100, 300, 500, 1000), tau=0.01, P=100, P_test=1000, seed_sets=5,
-                  heat_widths=(10, 100, 1000), kernel_subset=(tuple(range(0, 25)), tuple(range(75, 100))),
-                  n_align=30,
-                  sampling={"main": {"rb": (10, 30, 100), "full": (10, 30)}, "noisy": {"rb": (10, 30, 100), "full": (10,)}},
+                  sampler=dict(num_chains=2, num_warmup=300, num_samples=300, seed=1))
+HMC_EXPERIMENT = {
+    # The theory runs at the paper's sizes at both scales; only the sampling budget differs.
+    "quick": _HMC_QUICK,
+    "paper": dict(_HMC_QUICK,
+                  sampling={"main": {"rb": (10, 30, 100), "full": (10, 30)},
+                            "noisy": {"rb": (10, 30, 100), "full": (10,)}},
                   sampler=dict(num_chains=4, num_warmup=500, num_samples=500, seed=1, chain_method="parallel")),
 }
 
@@ -327,12 +341,6 @@ def theory_sweep(task: HMCTask, widths, tau: float, progress: bool = False) -> d
     ``U`` [n_widths, Pi, Pi], ``accuracy`` [n_widths], the GP accuracy and the theory :class:`Prediction`
     objects.
     """
-    from .action import Action
-    from .architecture import Architecture
-    from .kernels import PathKernel
-    from .predictor import predict
-    from .solver import solve_continuation
-
     widths = sorted(widths)
     kernel = PathKernel(task.features_train)
     actions = [Action(kernel, task.y_train, tau, Architecture.uniform(task.heads, N)) for N in reversed(widths)]
@@ -346,9 +354,9 @@ def theory_sweep(task: HMCTask, widths, tau: float, progress: bool = False) -> d
 
 def _accuracy_with(task: HMCTask, U, tau: float) -> float:
     """Test accuracy of the mean predictor with kernel ``K^U``; NaN if ``U`` is not positive semidefinite."""
-    from .predictor import predict
-
-    if np.linalg.eigvalsh(U).min() < -1e-12 * np.abs(U).max():
+    try:
+        _check_spd_psd(U)
+    except ValueError:
         return float("nan")
     return predict(U, task.features_train, task.y_train, tau, task.features_test, return_var=False).accuracy(task.y_test)
 
@@ -368,8 +376,6 @@ def ablations(U) -> dict:
 
 def seed_set_summary(k: int, widths, tau: float, P: int = 100, P_test: int = 1000) -> dict:
     """Theory, GP lines, "each path alone" and the 2-path network for seed set ``k`` (robustness, H9)."""
-    from .scores import head_scores
-
     seeds = HMCSeeds.shifted(k)
     main = make_hmc_task("main", seeds, P, P_test)
     sw = theory_sweep(main, widths, tau)
@@ -395,12 +401,6 @@ def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = Tru
     alignment at ``N = 10``, and posterior sampling of both networks at the widths of the scale's config
     (Rao-Blackwellised and full-weight NUTS).  ``sample=False`` skips the sampling.
     """
-    import time
-
-    from .config import get_scale
-    from .kernels import gp_kernel, renormalized_kernel
-    from .predictor import class_block_contrast, kernel_alignment
-
     scale = get_scale(scale)
     cfg = HMC_EXPERIMENT[scale]
     tau, widths = cfg["tau"], cfg["widths"]
@@ -414,7 +414,7 @@ def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = Tru
     sub = np.concatenate([np.array(s) for s in cfg["kernel_subset"]])
     Xs = main.features_train[sub]
     Pi = main.n_paths
-    kernels = {f"C_{main.path_names[p]}": Pi * np.einsum("pi,qi->pq", Xs[:, :, p], Xs[:, :, p]) for p in range(Pi)}
+    kernels = {f"C_{main.path_names[p]}": Pi * path_kernel(Xs, p) for p in range(Pi)}  # without the 1/Pi
     kernels["GP"] = gp_kernel(Xs)
     kernels["renormalised"] = renormalized_kernel(U10, Xs)
     K_gp, K_rn = gp_kernel(main.features_train), renormalized_kernel(U10, main.features_train)
@@ -435,10 +435,7 @@ def sample_hmc(head: dict, cfg: dict, progress: bool = False) -> dict:
 
     Returns ``{network: {N: {"rb": PosteriorSamples, "full": PosteriorSamples}}}``.
     """
-    import warnings
-
-    from . import sampling
-    from .architecture import Architecture
+    from . import sampling  # JAX is imported only when sampling is asked for
 
     sconf = sampling.SamplerConfig(**cfg["sampler"])
     out = {}
@@ -589,9 +586,6 @@ def load_hmc_run(folder) -> dict | None:
     sampling run ``key = "<network>_N<width>_<sampler>"``, its arrays (posterior ``mean``, ``var``, ``mcse``,
     ``U_hat``) added under ``summary["sampled"][key]["arrays"]``.  A damaged file raises ``ValueError``.
     """
-    import json
-    from pathlib import Path
-
     folder = Path(folder)
     if not (folder / "summary.json").exists():
         return None
@@ -672,8 +666,6 @@ def format_seed_sets(res: dict) -> str:
 
 def format_claims(claims: list[dict], width: int = 88) -> str:
     """The claim records of :func:`hmc_claims` as wrapped text, one block per claim."""
-    import textwrap
-
     blocks = []
     for c in claims:
         blocks.append(f"[{'pass' if c['passed'] else 'FAIL'}] {c['id']}: {c['claim']}")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -88,16 +87,9 @@ def evaluate(net: InContextTransformer, episodes: Episodes, batch: int = 256) ->
 
 
 def _atomic_torch_save(obj, path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from .io import _atomic
+
+    _atomic(Path(path), lambda fh: torch.save(obj, fh))
 
 
 def checkpoint_sha256(path) -> str:
