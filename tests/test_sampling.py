@@ -10,6 +10,7 @@ import torch
 import attention_paths as ap
 
 sp = pytest.importorskip("attention_paths.sampling")
+import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from numpyro.infer.util import log_density  # noqa: E402
 
@@ -116,14 +117,14 @@ def test_seeded_runs_are_reproducible_bit_for_bit():
     assert not np.array_equal(a.U, c.U)
 
 
-def test_rao_blackwell_density_is_the_exact_marginal():
+@pytest.mark.parametrize("mode", ["lowrank", "packed"])
+def test_rao_blackwell_density_is_the_exact_marginal(mode):
     """Differences of the RB log density equal those of prior + GP marginal likelihood with K^{U(Theta)}."""
     prob = BASE.subset(12)
     arch = ap.Architecture((2, 2), (6, 5, 4), (0.7, 1.3, 0.9))
     X = prob.features_train
     P, N0, Pi = X.shape
-    nll = sp._marginal_nll_jax(None, jnp.asarray(X.reshape(P, -1)), jnp.asarray(X.reshape(-1, Pi)),
-                               jnp.asarray(prob.y_train), TAU)
+    nll = sp._marginal_nll_jax(sp._KernelOps(X, mode=mode), jnp.asarray(prob.y_train), TAU)
     rng = np.random.default_rng(0)
 
     def draw():
@@ -145,6 +146,22 @@ def test_rao_blackwell_density_is_the_exact_marginal():
     l1 = float(log_density(sp._rb_model, (), {"nll": nll, "arch": arch}, {k: jnp.asarray(v) for k, v in p1.items()})[0])
     l2 = float(log_density(sp._rb_model, (), {"nll": nll, "arch": arch}, {k: jnp.asarray(v) for k, v in p2.items()})[0])
     assert abs((l1 - l2) - (exact(p1) - exact(p2))) < 1e-9 * max(1.0, abs(l1 - l2))
+
+
+def test_packed_and_lowrank_kernel_operations_agree():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((9, 5, 4))
+    A = rng.standard_normal((4, 4))
+    M = rng.standard_normal((9, 9))
+    U, M = A @ A.T, M + M.T
+    packed, low = sp._KernelOps(X, mode="packed"), sp._KernelOps(X, mode="lowrank")
+    np.testing.assert_allclose(np.asarray(packed.kernel(jnp.asarray(U))), ap.renormalized_kernel(U, X), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(packed.contract(jnp.asarray(M))), np.asarray(low.contract(jnp.asarray(M))),
+                               rtol=1e-12, atol=1e-12)
+    y = jnp.asarray(np.sign(rng.standard_normal(9)))
+    g_p = jax.grad(sp._marginal_nll_jax(packed, y, 0.3))(jnp.asarray(U))
+    g_l = jax.grad(sp._marginal_nll_jax(low, y, 0.3))(jnp.asarray(U))
+    np.testing.assert_allclose(np.asarray(g_p), np.asarray(g_l), rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("readout", ["last", "mean"])

@@ -95,7 +95,7 @@ class PathKernel:
         self.P, self.N0, self.n_paths = X.shape
         self._Xf = self.X.reshape(self.P, -1)  # [P, N0*Pi], column index i*Pi + pi
         self._Xr = self.X.reshape(-1, self.n_paths)  # [P*N0, Pi]
-        gram_bytes = 8.0 * self.P**2 * self.n_paths**2
+        gram_bytes = 8.0 * self.P * (self.P + 1) * self.n_paths * (self.n_paths + 1) / 4
         if mode == "auto":
             # The Gram contraction costs P^2 Pi^2 against P^2 N0 Pi for the low-rank GEMM; the
             # GEMM runs near peak while the contraction is memory bound, so prefer it unless N0 >> Pi.
@@ -103,25 +103,54 @@ class PathKernel:
         if mode not in ("gram", "lowrank"):
             raise ValueError(f"mode must be 'auto', 'gram' or 'lowrank', got {mode!r}")
         self.mode = mode
-        self._gram = gram_tensor(self.X) if mode == "gram" else None
+        self._packed = self._pack_gram() if mode == "gram" else None
+
+    def _pack_gram(self) -> np.ndarray:
+        """The Gram tensor reduced by its two symmetries, [Pi (Pi + 1) / 2, P (P + 1) / 2].
+
+        Row ``(pi <= pi')`` holds ``S = C^{pi pi'} + C^{pi' pi}`` (``C^{pi pi}`` on the diagonal), a symmetric
+        matrix of which only the upper triangle ``p <= q`` is kept: a quarter of the memory traffic of the
+        full tensor, which bounds the cost of every kernel evaluation and contraction.
+        """
+        Pi, P = self.n_paths, self.P
+        self._pairs = np.triu_indices(Pi)
+        self._tri = np.triu_indices(P)
+        packed = np.empty((len(self._pairs[0]), len(self._tri[0])))
+        for k, (a, b) in enumerate(zip(*self._pairs)):
+            C = self.X[:, :, a] @ self.X[:, :, b].T
+            packed[k] = (C if a == b else C + C.T)[self._tri]
+        return packed
 
     @property
     def gram(self) -> np.ndarray:
-        """Path-Gram tensor ``C[pi, pi', p, q]`` (computed on demand in low-rank mode)."""
-        return gram_tensor(self.X) if self._gram is None else self._gram
+        """Path-Gram tensor ``C[pi, pi', p, q]`` (computed on demand)."""
+        return gram_tensor(self.X)
 
     def kernel(self, U) -> np.ndarray:
         """Training kernel matrix ``K^U``, [P, P]."""
         U = _check_U(U, self.n_paths)
         if self.mode == "gram":
-            return np.tensordot(U, self._gram, axes=([0, 1], [0, 1]))
+            Us = 0.5 * (U + U.T)  # only the symmetric part contributes
+            K = np.empty((self.P, self.P))
+            K[self._tri] = Us[self._pairs] @ self._packed
+            il = np.tril_indices(self.P, -1)
+            K[il] = K.T[il]
+            return K
         XU = (self._Xr @ U.T).reshape(self.P, -1)  # Xi[q, i, :] U^T, as one GEMM
         return self._Xf @ XU.T
 
     def contract(self, M) -> np.ndarray:
         """``G[pi, pi'] = sum_{pq} M_pq C^{pi pi'}_{pq}`` for a symmetric [P, P] matrix ``M`` -> [Pi, Pi]."""
         if self.mode == "gram":
-            return np.tensordot(self._gram, M, axes=([2, 3], [0, 1]))
+            Ms = 0.5 * (M + M.T)
+            m = 2.0 * Ms[self._tri]
+            m[self._tri[0] == self._tri[1]] *= 0.5  # off-diagonal (p, q) entries stand for (q, p) too
+            g = self._packed @ m
+            G = np.zeros((self.n_paths, self.n_paths))
+            G[self._pairs] = g
+            off = self._pairs[0] != self._pairs[1]
+            G[self._pairs[0][off], self._pairs[1][off]] *= 0.5  # rows pi < pi' hold C^{pi pi'} + C^{pi' pi}
+            return np.triu(G) + np.triu(G, 1).T
         MX = (M @ self._Xf).reshape(-1, self.n_paths)
         return self._Xr.T @ MX
 

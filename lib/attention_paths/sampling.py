@@ -39,7 +39,7 @@ with warnings.catch_warnings():
 
 from .architecture import Architecture  # noqa: E402
 from .io import _atomic  # noqa: E402
-from .kernels import gram_tensor  # noqa: E402
+from .kernels import PathKernel  # noqa: E402
 from .predictor import accuracy  # noqa: E402
 from .progress import quiet  # noqa: E402
 from .validation import check_targets, check_tau  # noqa: E402
@@ -119,14 +119,45 @@ def _full_forward(V0, a, Vs, xi, N):
     return jnp.einsum("ai,pai->p", B, xi) / math.sqrt(xi.shape[2] * N[0] * xi.shape[1])
 
 
-def _kernel_from(U, gram, Xf, Xr):
-    if gram is not None:
-        return jnp.tensordot(U, gram, axes=([0, 1], [0, 1]))
-    P = Xf.shape[0]
-    return Xf @ (Xr @ U.T).reshape(P, -1).T
+class _KernelOps:
+    """``U -> K^U`` and ``M -> sum_pq M_pq C^{pi pi'}_pq`` in JAX, in the packed-Gram or the low-rank form.
+
+    The packed form stores the path-Gram tensor reduced by its symmetries (``pi <= pi'`` and ``p <= q``, see
+    :class:`attention_paths.kernels.PathKernel`): a quarter of the memory traffic of the full tensor.
+    """
+
+    def __init__(self, X, max_gram_bytes: float = 2 * 1024**3, mode: str = "auto"):
+        P, N0, Pi = X.shape
+        self.P, self.Pi = P, Pi
+        self.Xf, self.Xr = jnp.asarray(X.reshape(P, -1)), jnp.asarray(X.reshape(-1, Pi))
+        if mode == "auto":
+            mode = "packed" if 8.0 * P * (P + 1) * Pi * (Pi + 1) / 4 <= max_gram_bytes else "lowrank"
+        self.mode = mode
+        if mode == "packed":
+            pk = PathKernel(X, mode="gram")
+            self.packed = jnp.asarray(pk._packed)
+            self.pairs = tuple(jnp.asarray(i) for i in pk._pairs)
+            self.tri = tuple(jnp.asarray(i) for i in pk._tri)
+            self.w_tri = jnp.where(self.tri[0] == self.tri[1], 1.0, 2.0)
+            self.w_pairs = jnp.where(self.pairs[0] == self.pairs[1], 1.0, 0.5)
+
+    def kernel(self, U):
+        if self.mode == "packed":
+            Us = 0.5 * (U + U.T)
+            K = jnp.zeros((self.P, self.P)).at[self.tri].set(Us[self.pairs] @ self.packed)
+            return K + K.T - jnp.diag(jnp.diag(K))
+        return self.Xf @ (self.Xr @ U.T).reshape(self.P, -1).T
+
+    def contract(self, M):
+        """For a symmetric ``M`` [P, P] -> [Pi, Pi]."""
+        if self.mode == "packed":
+            g = self.packed @ (M[self.tri] * self.w_tri)
+            G = jnp.zeros((self.Pi, self.Pi)).at[self.pairs].set(g * self.w_pairs)
+            return G + G.T - jnp.diag(jnp.diag(G))
+        return self.Xr.T @ (M @ self.Xf).reshape(-1, self.Pi)
 
 
-def _marginal_nll_jax(gram, Xf, Xr, y, tau):
+def _marginal_nll_jax(ops: _KernelOps, y, tau):
     """``U -> (ln det(K^U + tau I) + Y^T (K^U + tau I)^{-1} Y) / 2`` in JAX, with the analytic gradient.
 
     The gradient ``(A - alpha alpha^T) / 2`` with respect to ``K`` (T§8) replaces autodiff through the
@@ -139,7 +170,7 @@ def _marginal_nll_jax(gram, Xf, Xr, y, tau):
         return _fwd(U)[0]
 
     def _fwd(U):
-        K = _kernel_from(U, gram, Xf, Xr) + tau * jnp.eye(P)
+        K = ops.kernel(U) + tau * jnp.eye(P)
         Lc = jnp.linalg.cholesky(K)
         alpha = jax.scipy.linalg.cho_solve((Lc, True), y)
         return jnp.sum(jnp.log(jnp.diag(Lc))) + 0.5 * y @ alpha, (Lc, alpha)
@@ -147,11 +178,7 @@ def _marginal_nll_jax(gram, Xf, Xr, y, tau):
     def _bwd(res, g):
         Lc, alpha = res
         M = 0.5 * (jax.scipy.linalg.cho_solve((Lc, True), jnp.eye(P)) - jnp.outer(alpha, alpha))
-        if gram is not None:
-            G = jnp.tensordot(gram, M, axes=([2, 3], [0, 1]))
-        else:
-            G = Xr.T @ (M @ Xf).reshape(-1, Xr.shape[1])
-        return (g * G,)
+        return (g * ops.contract(0.5 * (M + M.T)),)
 
     nll.defvjp(_fwd, _bwd)
     return nll
@@ -392,7 +419,7 @@ def sample_rao_blackwell(features_train, y, tau: float, arch: Architecture, feat
     arch : heads, widths and value/readout prior variances
     features_test : [M, N0, Pi] path features of the test inputs
     config : :class:`SamplerConfig`
-    max_gram_bytes : use the precomputed path-Gram tensor when it fits, else the low-rank kernel form
+    max_gram_bytes : use the precomputed (packed) path-Gram tensor when it fits, else the low-rank kernel form
 
     Returns
     -------
@@ -405,14 +432,12 @@ def sample_rao_blackwell(features_train, y, tau: float, arch: Architecture, feat
     if arch.n_paths != X.shape[2]:
         raise ValueError(f"architecture has {arch.n_paths} paths, features have {X.shape[2]}")
     P, N0, Pi = X.shape
-    Xf = jnp.asarray(X.reshape(P, -1))
-    Xr = jnp.asarray(X.reshape(-1, Pi))
-    gram = jnp.asarray(gram_tensor(X)) if 8.0 * P * P * Pi * Pi <= max_gram_bytes else None
-    nll = _marginal_nll_jax(gram, Xf, Xr, jnp.asarray(y), tau)
+    ops = _KernelOps(X, max_gram_bytes)
+    nll = _marginal_nll_jax(ops, jnp.asarray(y), tau)
     mcmc, wall = _run(_rb_model, config, progress, nll=nll, arch=arch)
     s = mcmc.get_samples(group_by_chain=True)
     U = _sample_U(s, arch)
-    mean, var = _conditional_predictions(U, gram, Xf, Xr, jnp.asarray(y), tau, jnp.asarray(Xt))
+    mean, var = _conditional_predictions(U, ops, jnp.asarray(y), tau, jnp.asarray(Xt))
     diag = _diagnostics(mcmc, U, mean)
     _warn_if_bad(diag, "Rao-Blackwellised")
     N = [int(n) for n in arch.widths]
@@ -423,16 +448,16 @@ def sample_rao_blackwell(features_train, y, tau: float, arch: Architecture, feat
     return PosteriorSamples("rao-blackwell", settings, U, mean, var, diag, wall)
 
 
-def _conditional_predictions(U, gram, Xf, Xr, y, tau, Xt, batch: int = 64):
+def _conditional_predictions(U, ops: _KernelOps, y, tau, Xt, batch: int = 64):
     """Exact GP-regression mean and variance at the test inputs for every sampled ``U``."""
     M, N0, Pi = Xt.shape
     Xtf = Xt.reshape(M, -1)
     Xtr = Xt.reshape(-1, Pi)
-    P = Xf.shape[0]
+    Xf, P = ops.Xf, ops.P
 
     @jax.jit
     def one(Us):
-        K = _kernel_from(Us, gram, Xf, Xr) + tau * jnp.eye(P)
+        K = ops.kernel(Us) + tau * jnp.eye(P)
         Lc = jnp.linalg.cholesky(K)
         k = Xf @ (Xtr @ Us.T).reshape(M, -1).T  # [P, M]
         alpha = jax.scipy.linalg.cho_solve((Lc, True), y)
