@@ -24,6 +24,11 @@ def main(argv=None) -> int:
                              "(default: min(number of CPUs, 8); must be set before JAX starts)")
     parser.add_argument("--max-steps", type=int, default=None,
                         help="omniglot-train: stop after this many steps (resume later with the same --out)")
+    parser.add_argument("--network", choices=["quick", "paper"], default=None,
+                        help="omniglot-theory, pruning: which trained network (default: the one of --scale)")
+    parser.add_argument("--no-sample", action="store_true", help="omniglot-theory: skip posterior sampling")
+    parser.add_argument("--sampling", default=None, metavar="CHAINS,WARMUP,SAMPLES",
+                        help="omniglot-theory: override the scale's sampling budget, e.g. 2,100,100")
     args = parser.parse_args(argv)
     n_dev = args.cpu_devices or min(os.cpu_count() or 1, 8)
     if "jax" not in sys.modules and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
@@ -40,8 +45,21 @@ def main(argv=None) -> int:
         print(summary_table(summary))
         print(f"wrote {out}/summary.json, {out}/last.pt and {out}/best.pt", file=sys.stderr)
         return 0
-    summary = run_experiment(args.experiment, scale, out, progress=not args.quiet, save_samples=args.save_samples)
-    print(json.dumps({k: v for k, v in summary.items() if k not in ("per_width", "provenance", "seed_sets", "sampled")}, indent=2))
+    budget = None
+    if args.sampling:
+        try:
+            budget = dict(zip(("num_chains", "num_warmup", "num_samples"), (int(v) for v in args.sampling.split(","))))
+        except ValueError:
+            parser.error(f"--sampling must be CHAINS,WARMUP,SAMPLES (integers), got {args.sampling!r}")
+        if len(budget) != 3:
+            parser.error(f"--sampling must be CHAINS,WARMUP,SAMPLES, got {args.sampling!r}")
+    options = {"omniglot-theory": {"network": args.network, "sample": not args.no_sample, "budget": budget},
+               "pruning": {"network": args.network}}.get(args.experiment, {})
+    summary = run_experiment(args.experiment, scale, out, progress=not args.quiet, save_samples=args.save_samples,
+                             **options)
+    skip = ("per_width", "provenance", "seed_sets", "sampled", "grid_accuracy", "solver", "data", "config", "pairs",
+            "stability", "singles", "combinations", "reference_combinations", "theory_side")
+    print(json.dumps({k: v for k, v in summary.items() if k not in skip}, indent=2, default=str))
     print(f"wrote {out}/summary.json and {out}/arrays.npz", file=sys.stderr)
     return 0
 

@@ -228,32 +228,63 @@ def _hmc_summary(res: dict) -> tuple[dict, dict]:
     return summary, arrays
 
 
+def _oneshot_run(scale: str | None = None, progress: bool = False, network: str | None = None,
+                 sample: bool = True, budget: dict | None = None) -> dict:
+    from .oneshot import run_oneshot
+
+    return run_oneshot(scale, network=network, sample=sample, progress=progress, budget=budget)
+
+
+def _oneshot_summary(res: dict) -> tuple[dict, dict]:
+    from .oneshot import oneshot_summary
+
+    return oneshot_summary(res)
+
+
+def _pruning_run(scale: str | None = None, progress: bool = False, network: str | None = None, **_) -> dict:
+    from .pruning import run_pruning
+
+    return run_pruning(scale, network=network, progress=progress)
+
+
+def _pruning_summary(res: dict) -> tuple[dict, dict]:
+    from .pruning import pruning_summary
+
+    return pruning_summary(res)
+
+
 EXPERIMENTS: dict[str, tuple[Callable, Callable]] = {
     "theory": (theory_demo, _theory_summary),
     "posterior": (posterior_check, _posterior_summary),
     "hmc": (_hmc_run, _hmc_summary),
+    "omniglot-theory": (_oneshot_run, _oneshot_summary),
+    "pruning": (_pruning_run, _pruning_summary),
 }
 
 
 def run_experiment(name: str, scale: str | None = None, out: str | Path = "out", progress: bool = True,
-                   save_samples: bool = False) -> dict:
+                   save_samples: bool = False, **options) -> dict:
     """Run experiment ``name`` and write ``out/summary.json`` and ``out/arrays.npz``; returns the summary.
 
     With ``save_samples``, every posterior-sampling run is also written whole to
     ``out/samples_<network>_N<width>_<sampler>.npz`` (reload with ``sampling.load_samples``); the summary and
-    arrays always hold its posterior means, variances, sampled order parameter and diagnostics.
+    arrays always hold its posterior means, variances, sampled order parameter and diagnostics.  Other
+    keyword ``options`` go to the experiment (``omniglot-theory``: ``network``, ``sample``).
     """
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; choose from {sorted(EXPERIMENTS)}")
     run, summarize = EXPERIMENTS[name]
     t0 = time.perf_counter()
-    res = run(scale, progress=progress)
+    res = run(scale, progress=progress, **options)
     summary, arrays = summarize(res)
     summary["wall_seconds"] = time.perf_counter() - t0
     summary["provenance"] = provenance()
     out = Path(out)
     if save_samples:
         for net, per_N in res.get("samples", {}).items():
+            if not isinstance(per_N, dict):  # {width: PosteriorSamples} (omniglot-theory)
+                per_N.save(out / f"samples_N{net}_rao-blackwell.npz")
+                continue
             for N, entry in per_N.items():
                 for kind, smp in entry.items():
                     smp.save(out / f"samples_{net}_N{N}_{kind}.npz")

@@ -52,6 +52,11 @@ class Episodes:
     def __len__(self) -> int:
         return len(self.y)
 
+    def subset(self, idx) -> "Episodes":
+        """The episodes at positions ``idx`` (in that order)."""
+        idx = np.asarray(idx)
+        return Episodes(self.images[idx], self.labels[idx], self.y[idx], self.classes[idx], self.query_class[idx])
+
 
 def _pair_drawings(c0: int, c1: int, seed: int, n_drawings: int) -> tuple[np.ndarray, np.ndarray]:
     """Support and query-candidate drawings of an ordered class pair, fixed by (pair, seed) (spec OP-E11)."""

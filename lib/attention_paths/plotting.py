@@ -5,7 +5,8 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["heatmap_U", "kernel_image", "tile_average", "alignment_bars", "class_sorted"]
+__all__ = ["heatmap_U", "kernel_image", "tile_average", "alignment_bars", "class_sorted", "accuracy_grid_image",
+           "oneshot_accuracy_panels"]
 
 
 def heatmap_U(ax, U, labels: Sequence[str] | None = None, title: str = "", vmax: float | None = None,
@@ -84,3 +85,56 @@ def alignment_bars(ax, overlaps: dict, k: int | None = None):
     ax.set_xlabel("eigenvector rank $k$ (by decreasing eigenvalue)")
     ax.set_ylabel(r"$|u_k^\top Y|/\sqrt{P}$")
     ax.legend(frameon=False)
+
+
+def accuracy_grid_image(ax, acc, widths, taus, title: str = "", vmin: float | None = None, vmax: float | None = None,
+                        mark=None):
+    """Accuracy (%) over a temperatures x widths grid as an annotated image; ``mark`` = [(i_tau, i_width)] boxed."""
+    acc = np.asarray(acc)
+    im = ax.imshow(acc, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto", origin="lower")
+    ax.set_xticks(range(len(widths)), [f"{int(w)}" for w in widths], rotation=90 if len(widths) > 5 else 0)
+    ax.set_yticks(range(len(taus)), [f"{t:g}" for t in taus])
+    ax.set_xlabel("width $N$")
+    ax.set_ylabel(r"temperature $\tau$")
+    if acc.size <= 40:
+        mid = 0.5 * (np.nanmin(acc) + np.nanmax(acc)) if vmin is None else 0.5 * (vmin + vmax)
+        for i in range(acc.shape[0]):
+            for j in range(acc.shape[1]):
+                ax.text(j, i, f"{acc[i, j]:.0f}", ha="center", va="center", fontsize=7,
+                        color="white" if acc[i, j] < mid else "black")
+    for i, j in mark or []:
+        ax.add_patch(__import__("matplotlib").patches.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="red", lw=1.2))
+    ax.set_title(title)
+    return im
+
+
+def oneshot_accuracy_panels(axes, summary: dict, sets=("test", "MNIST", "FashionMNIST"), titles=None):
+    """Accuracy against width for an ``omniglot-theory`` summary (live or reloaded), one panel per set.
+
+    Theory at the validation-selected temperature (solid), at the test-selected one (the paper's protocol,
+    dashed), at ``tau = 0.5`` (dotted), sampled posterior points at ``tau = 0.5``, the GP limit at its
+    validation-selected temperature, and the trained network's own accuracy.
+    """
+    widths = np.asarray(summary["widths"])
+    taus = list(np.asarray(summary["taus"], float))
+    cfg = summary["config"]
+    i_panel = taus.index(cfg["panel_tau"])
+    sel = summary["select"]
+    for ax, s in zip(axes, sets):
+        ours = np.asarray(sel["val"]["theory"]["accuracy"][s], float)
+        paper = np.asarray(sel["test"]["theory"]["accuracy"][s], float)
+        ax.plot(widths, ours, "o-", color="C0", ms=3.5, label=r"theory, $\tau$ selected on validation")
+        ax.plot(widths, paper, "s--", color="C0", ms=3, alpha=0.55, label=r"theory, $\tau$ selected on test (paper)")
+        ax.plot(widths, np.asarray(summary["grid_accuracy"][s], float)[i_panel], ":", color="C2", lw=1.2,
+                label=rf"theory, $\tau={cfg['panel_tau']:g}$")
+        for N, entry in summary.get("sampled", {}).items():
+            ax.plot([int(N)], [entry[s]["sampled"]], "D", color="C3", ms=6, mfc="none", mew=1.5,
+                    label=rf"sampled posterior, $\tau={cfg['sampling']['tau']:g}$")
+        gp = float(np.asarray(sel["val"]["gp"]["accuracy"][s]))
+        ax.axhline(gp, color="C1", lw=1.2, label=rf"GP limit ($\tau={float(np.asarray(sel['val']['gp']['tau'])):g}$)")
+        ax.axhline(summary["network_accuracy"][s], color="0.45", lw=1, ls="-.", label="trained network")
+        ax.set_xscale("log")
+        ax.set_xlabel("width $N$")
+        ax.set_title((titles or {}).get(s, s))
+    axes[0].set_ylabel("accuracy (%)")
+    return axes
