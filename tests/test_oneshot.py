@@ -145,3 +145,18 @@ def test_extracted_features_reproduce_the_trained_network():
     xi = ap.path_features(ap.path_inputs(x0.transpose(1, 2), net64.theory_layers(), np.full(48, 1 / 48)))
     np.testing.assert_allclose(xi, data.features["train"][:10], rtol=1e-12)
     assert data.info["ood_counts"]["MNIST"] == {"class0": 980, "class1": 1135}
+
+
+def test_assert_claims_expected_failures_must_stay_failures():
+    from attention_paths.claims import assert_claims, format_claims
+
+    claims = [{"id": "A", "claim": "a", "passed": True, "detail": "1"},
+              {"id": "B", "claim": "b", "passed": False, "detail": "2"}]
+    assert "[FAIL] B: b" in format_claims(claims)
+    assert_claims(claims, {"B": "known"})
+    with pytest.raises(AssertionError, match="claims failed"):
+        assert_claims(claims)
+    with pytest.raises(AssertionError, match="now pass"):
+        assert_claims(claims, {"A": "stale", "B": "known"})
+    with pytest.raises(AssertionError, match="unknown"):
+        assert_claims(claims, {"B": "known", "Z": "typo"})

@@ -28,11 +28,14 @@ from .toy import ToyProblem, make_toy_problem, random_wform_layers
 
 __version__ = "0.1.0"
 
+from . import claims  # noqa: E402
+from .experiments import reproducibility_report  # noqa: E402  (needs __version__)
+
 __all__ = [
     "Action", "NotPositiveDefiniteError", "Packing", "closed_form_ua", "partial_trace",
     "Architecture",
     "AttentionLayer", "QKFormHeads", "WFormHeads", "readout_vector",
-    "data_root", "get_scale",
+    "data_root", "get_scale", "reproducibility_report",
     "PathKernel", "gp_kernel", "path_kernel", "renormalized_kernel",
     "AttentionPathNetwork",
     "n_paths", "path_features", "path_index", "path_inputs", "path_labels", "path_list", "path_vectors",

@@ -23,7 +23,7 @@ from .predictor import kernel_alignment, predict
 from .solver import solve_continuation
 from .toy import make_toy_problem
 
-__all__ = ["EXPERIMENTS", "theory_demo", "posterior_check", "run_experiment", "provenance"]
+__all__ = ["EXPERIMENTS", "theory_demo", "posterior_check", "run_experiment", "provenance", "reproducibility_report"]
 
 # The Theory chapter's problem: one path (index 3) carries the label; see book/theory.md.
 THEORY_DEMO = {
@@ -37,13 +37,60 @@ THEORY_DEMO = {
 def provenance() -> dict:
     """Code version, platform and time, recorded next to every result."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).parent, timeout=10).stdout.strip() or None
+        here = Path(__file__).parent
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=here,
+                                timeout=10).stdout.strip() or None
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                    text=True, cwd=here, timeout=10).stdout.strip()) if commit else None
     except (OSError, subprocess.SubprocessError):
-        commit = None
-    return {"package_version": __version__, "git_commit": commit, "python": platform.python_version(),
+        commit, dirty = None, None
+    return {"package_version": __version__, "git_commit": commit, "git_dirty": dirty, "python": platform.python_version(),
             "numpy": np.__version__, "machine": platform.machine(), "platform": platform.platform(),
             "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def reproducibility_report(scale: str | None = None, seeds: dict | None = None, notes: dict | None = None) -> str:
+    """The closing "Reproducibility" record of a chapter: scale, seeds, versions, devices, dtype and commit.
+
+    ``seeds`` and ``notes`` are printed as given (e.g. ``{"training set": 27}``); package versions are read
+    from the installed distributions, devices from torch and (when already imported) JAX.
+    """
+    import importlib.metadata as md
+    import sys
+
+    from .config import get_scale
+
+    p = provenance()
+    lines = [f"scale              REPRO_SCALE={get_scale(scale)}",
+             f"code               attention_paths {p['package_version']}, git commit {p['git_commit'] or 'unknown'}"
+             + (" (with uncommitted changes)" if p.get("git_dirty") else "")]
+    for label, d in (("seeds", seeds), ("notes", notes)):
+        for k, v in (d or {}).items():
+            lines.append(f"{label:<19}{k}: {v}")
+            label = ""
+    versions = []
+    for dist in ("numpy", "scipy", "torch", "jax", "numpyro", "matplotlib"):
+        try:
+            versions.append(f"{dist} {md.version(dist)}")
+        except md.PackageNotFoundError:
+            pass
+    lines.append(f"packages           Python {p['python']}, " + ", ".join(versions))
+    try:
+        import torch
+
+        dev = f"torch: {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else \
+            f"torch: CPU ({torch.get_num_threads()} threads)"
+    except Exception:  # pragma: no cover - torch is a dependency
+        dev = "torch: unavailable"
+    if "jax" in sys.modules:
+        import jax
+
+        dev += f"; JAX: {', '.join(sorted({d.platform for d in jax.devices()}))} x {jax.device_count()}"
+    lines.append(f"devices            {dev}; {p['machine']}, {p['platform']}")
+    lines.append("dtype              float64 for the theory, kernels and sampling; float32 (CPU) or float16 "
+                 "autocast (GPU) for training")
+    lines.append(f"built              {p['time_utc']}")
+    return "\n".join(lines)
 
 
 def theory_demo(scale: str | None = None, progress: bool = False) -> dict:

@@ -25,7 +25,6 @@ attends uniformly; a *random* head has Gaussian entries and gives sharp, task-ir
 from __future__ import annotations
 
 import json
-import textwrap
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ import numpy as np
 from .action import Action
 from .architecture import Architecture
 from .attention import WFormHeads, readout_vector
+from .claims import format_claims  # noqa: F401  (re-exported)
 from .config import get_scale
 from .kernels import PathKernel, gp_kernel, path_kernel, renormalized_kernel
 from .paths import path_features, path_inputs
@@ -662,12 +662,3 @@ def format_seed_sets(res: dict) -> str:
                     + "".join(f" {v:6.2f}" for v in (U[0, 0], U[2, 2], U[0, 2]))
                     + f" {nsw['accuracy'][0]:7.1f} {nsw['gp_accuracy']:7.1f}")
     return "\n".join(rows)
-
-
-def format_claims(claims: list[dict], width: int = 88) -> str:
-    """The claim records of :func:`hmc_claims` as wrapped text, one block per claim."""
-    blocks = []
-    for c in claims:
-        blocks.append(f"[{'pass' if c['passed'] else 'FAIL'}] {c['id']}: {c['claim']}")
-        blocks.append(textwrap.fill(c["detail"], width, initial_indent=" " * 7, subsequent_indent=" " * 7))
-    return "\n".join(blocks)

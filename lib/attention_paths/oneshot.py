@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import json
-import textwrap
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ import torch
 
 from .action import Action
 from .architecture import Architecture
+from .claims import format_claims  # noqa: F401  (re-exported)
 from .config import get_scale
 from .kernels import PathKernel, gp_kernel, renormalized_kernel
 from .paths import path_features, path_inputs, path_labels
@@ -494,14 +494,6 @@ def format_selection(summary_or_res: dict, widths) -> str:
         lines.append(f"{'':<22}{'GP':>7}{float(gp['tau']):>7g}{float(a['test']):8.1f}{float(a['MNIST']):8.1f}"
                      f"{float(a['FashionMNIST']):8.1f}")
     return "\n".join(lines)
-
-
-def format_claims(claims: list[dict], width: int = 88) -> str:
-    blocks = []
-    for c in claims:
-        blocks.append(f"[{'pass' if c['passed'] else 'FAIL'}] {c['id']}: {c['claim']}")
-        blocks.append(textwrap.fill(c["detail"], width, initial_indent=" " * 7, subsequent_indent=" " * 7))
-    return "\n".join(blocks)
 
 
 def path_tick_labels() -> list[str]:

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import copy
 import itertools
-import textwrap
 
 import numpy as np
 import torch
 from scipy.stats import spearmanr
 
+from .claims import format_claims  # noqa: F401  (re-exported)
 from .paths import path_inputs
 from .predictor import accuracy, predict
 from .scores import head_labels, head_scores, silence_heads
@@ -348,11 +348,3 @@ def format_table(res: dict) -> str:
     for name, e in res["reference_combinations"].items():
         lines.append(row(f"  {name} = {','.join(e['heads'])}", e))
     return "\n".join(lines)
-
-
-def format_claims(claims: list[dict], width: int = 88) -> str:
-    blocks = []
-    for c in claims:
-        blocks.append(f"[{'pass' if c['passed'] else 'FAIL'}] {c['id']}: {c['claim']}")
-        blocks.append(textwrap.fill(c["detail"], width, initial_indent=" " * 7, subsequent_indent=" " * 7))
-    return "\n".join(blocks)
