@@ -321,11 +321,12 @@ def run_experiment(name: str, scale: str | None = None, out: str | Path = "out",
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; choose from {sorted(EXPERIMENTS)}")
     run, summarize = EXPERIMENTS[name]
+    prov = provenance()  # the code that runs: recorded before it runs
     t0 = time.perf_counter()
     res = run(scale, progress=progress, **options)
     summary, arrays = summarize(res)
     summary["wall_seconds"] = time.perf_counter() - t0
-    summary["provenance"] = provenance()
+    summary["provenance"] = prov
     out = Path(out)
     if save_samples:
         for net, per_N in res.get("samples", {}).items():
