@@ -29,9 +29,13 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
-import numpyro  # noqa: E402
-import numpyro.distributions as dist  # noqa: E402
-from numpyro.infer import MCMC, NUTS  # noqa: E402
+
+with warnings.catch_warnings():
+    # numpyro imports tqdm.auto, which warns inside a Jupyter kernel without ipywidgets; our bars are plain tqdm
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    import numpyro  # noqa: E402
+    import numpyro.distributions as dist  # noqa: E402
+    from numpyro.infer import MCMC, NUTS  # noqa: E402
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", FutureWarning)
