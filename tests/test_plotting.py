@@ -1,0 +1,138 @@
+"""Shared figure style and on-demand PDF/SVG export (attention_paths.plotting)."""
+import xml.etree.ElementTree as ET
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from attention_paths import plotting  # noqa: E402
+
+
+@pytest.fixture
+def fig():
+    f, ax = plt.subplots(figsize=plotting.figsize(2, aspect=0.5))
+    ax.plot([0, 1], [0, 1], label="line")
+    ax.set_title("title")
+    yield f
+    plt.close(f)
+
+
+def test_export_writes_pdf_and_svg(fig, tmp_path, monkeypatch):
+    out = tmp_path / "figs"                      # created on demand
+    monkeypatch.setenv("REPRO_FIGURES", str(out))
+    size = tuple(fig.get_size_inches())
+    paths = plotting.export(fig, "fig-test")
+    assert sorted(p.name for p in paths) == ["fig-test.pdf", "fig-test.svg"]
+    assert sorted(p.name for p in out.iterdir()) == ["fig-test.pdf", "fig-test.svg"]   # no temporary left
+    assert (out / "fig-test.pdf").read_bytes().startswith(b"%PDF")
+    root = ET.parse(out / "fig-test.svg").getroot()
+    assert root.tag.rsplit("}", 1)[-1] == "svg"
+    # the figure is neither closed nor changed
+    assert plt.fignum_exists(fig.number)
+    assert tuple(fig.get_size_inches()) == size
+    # a second export overwrites in place
+    assert plotting.export_figure(fig, "fig-test") == paths
+    assert len(list(out.iterdir())) == 2
+
+
+def test_export_is_a_noop_when_unset(fig, tmp_path, monkeypatch):
+    monkeypatch.delenv("REPRO_FIGURES", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert plotting.export(fig, "fig-test") == []
+    monkeypatch.setenv("REPRO_FIGURES", "")
+    assert plotting.export(fig, "fig-test") == []
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["", "   ", "a/b", "../fig", "a\\b", ".", "..", None, 3])
+def test_export_rejects_bad_names(fig, tmp_path, monkeypatch, name):
+    monkeypatch.setenv("REPRO_FIGURES", str(tmp_path))
+    with pytest.raises(ValueError, match="figure name"):
+        plotting.export(fig, name)
+    monkeypatch.delenv("REPRO_FIGURES")
+    with pytest.raises(ValueError, match="figure name"):      # checked also when exporting is off
+        plotting.export(fig, name)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("failing", ["pdf", "svg"])
+def test_failing_save_leaves_nothing(fig, tmp_path, monkeypatch, failing):
+    monkeypatch.setenv("REPRO_FIGURES", str(tmp_path))
+    real_savefig = fig.savefig
+
+    def savefig(fh, format, **kw):
+        if format == failing:
+            fh.write(b"%PDF-1.4 partial")
+            fh.flush()
+            raise RuntimeError("disk full")
+        return real_savefig(fh, format=format, **kw)
+
+    monkeypatch.setattr(fig, "savefig", savefig)
+    with pytest.raises(RuntimeError, match="disk full"):
+        plotting.export(fig, "fig-broken")
+    assert list(tmp_path.iterdir()) == []     # neither final names nor temporaries
+
+
+@pytest.fixture
+def restore_rc():
+    with matplotlib.rc_context():       # the style must not leak into other tests
+        yield
+
+
+def test_use_style_is_idempotent(restore_rc):
+    assert plotting.use_style() is None
+    first = dict(matplotlib.rcParams)
+    plotting.use_style()
+    assert dict(matplotlib.rcParams) == first
+    rc = matplotlib.rcParams
+    assert rc["figure.dpi"] == 110
+    assert rc["font.size"] == 9
+    assert not rc["axes.spines.top"] and not rc["axes.spines.right"]
+    assert rc["savefig.bbox"] == "tight"
+    assert rc["svg.fonttype"] == "none"
+    assert rc["pdf.fonttype"] == 42
+    assert rc["axes.prop_cycle"].by_key()["color"] == list(plotting.PALETTE)
+
+
+def test_heatmap_U_symmetric_limits():
+    U = np.array([[1.0, -0.3], [-0.3, 0.5]])
+    f, (a1, a2) = plt.subplots(1, 2)
+    try:
+        im = plotting.heatmap_U(a1, U, ["a", "b"])
+        assert im.get_clim() == (-1.0, 1.0)
+        assert im.get_cmap().name == plotting.DIVERGING
+        im = plotting.heatmap_U(a2, -2 * U, vmax=3.0)
+        assert im.get_clim() == (-3.0, 3.0)
+        im = plotting.kernel_image(a2, U)
+        assert im.get_clim() == (-1.0, 1.0)
+    finally:
+        plt.close(f)
+
+
+def test_figsize():
+    assert plotting.figsize(2, aspect=0.5) == (plotting.WIDTH_FULL, plotting.WIDTH_FULL / 4)
+    assert plotting.figsize(1, width=plotting.WIDTH_HALF) == (plotting.WIDTH_HALF, 0.75 * plotting.WIDTH_HALF)
+    with pytest.raises(ValueError):
+        plotting.figsize(0)
+
+
+def test_export_is_quiet_and_readable(fig, tmp_path, monkeypatch, capfd, caplog):
+    import os
+    import stat
+
+    monkeypatch.setenv("REPRO_FIGURES", str(tmp_path))
+    fig.axes[0].set_xlabel(r"$\max_{\pi\pi'}|U^*_{\pi\pi'}-\delta_{\pi\pi'}| \propto 1/N$")  # mathtext fonts
+    old = os.umask(0o022)
+    try:
+        with matplotlib.rc_context():
+            plotting.use_style()                       # pdf.fonttype 42: fonts subset by fontTools
+            for p in plotting.export(fig, "fig-quiet"):
+                assert stat.S_IMODE(p.stat().st_mode) == 0o644
+    finally:
+        os.umask(old)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    assert not [r for r in caplog.records if r.name.startswith("fontTools")]
