@@ -11,8 +11,8 @@ def main(argv=None) -> int:
     from .experiments import EXPERIMENTS, run_experiment
 
     parser = argparse.ArgumentParser(prog="python -m attention_paths", description=__doc__)
-    parser.add_argument("experiment", choices=sorted(EXPERIMENTS) + ["omniglot-train"],
-                        help="which experiment to run")
+    parser.add_argument("experiment", choices=sorted(EXPERIMENTS) + ["omniglot-train", "reproduce"],
+                        help="which experiment to run; `reproduce` runs every experiment as resumable stages")
     parser.add_argument("--scale", choices=["quick", "paper"], default=None,
                         help="problem sizes (default: $REPRO_SCALE or quick)")
     parser.add_argument("--out", default=None, help="output folder (default: out/<experiment>-<scale>)")
@@ -29,6 +29,17 @@ def main(argv=None) -> int:
     parser.add_argument("--no-sample", action="store_true", help="omniglot-theory: skip posterior sampling")
     parser.add_argument("--sampling", default=None, metavar="CHAINS,WARMUP,SAMPLES",
                         help="omniglot-theory: override the scale's sampling budget, e.g. 2,100,100")
+    rp = parser.add_argument_group("reproduce")
+    rp.add_argument("--workers", type=int, default=1,
+                    help="reproduce: run independent stages on a local Dask cluster of this many worker processes "
+                         "(1: serially in this process)")
+    rp.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                    help="reproduce: address of a running Dask scheduler (e.g. tcp://host:8786) to run the stages on")
+    rp.add_argument("--only", default=None, metavar="STAGE,...", help="reproduce: these stages and what they need")
+    rp.add_argument("--force", default="", metavar="STAGE,...", help="reproduce: recompute these stages")
+    rp.add_argument("--status", action="store_true", help="reproduce: print each stage's state and exit")
+    rp.add_argument("--retrain", action="store_true",
+                    help="reproduce: train the network even when a committed checkpoint exists")
     args = parser.parse_args(argv)
     n_dev = args.cpu_devices or min(os.cpu_count() or 1, 8)
     if "jax" not in sys.modules and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
@@ -38,6 +49,8 @@ def main(argv=None) -> int:
 
     scale = get_scale(args.scale)
     out = args.out or f"out/{args.experiment}-{scale}"
+    if args.experiment == "reproduce":
+        return _reproduce(args, scale, out, parser)
     if args.experiment == "omniglot-train":
         from .training import config_for, summary_table, train
 
@@ -61,6 +74,46 @@ def main(argv=None) -> int:
             "stability", "singles", "combinations", "reference_combinations", "theory_side")
     print(json.dumps({k: v for k, v in summary.items() if k not in skip}, indent=2, default=str))
     print(f"wrote {out}/summary.json and {out}/arrays.npz", file=sys.stderr)
+    return 0
+
+
+def _reproduce(args, scale, out, parser) -> int:
+    from .pipeline import run_pipeline, status_table
+    from .reproduce import reproduction_stages
+
+    budget = None
+    if args.sampling:
+        try:
+            budget = dict(zip(("num_chains", "num_warmup", "num_samples"), (int(v) for v in args.sampling.split(","))))
+        except ValueError:
+            parser.error(f"--sampling must be CHAINS,WARMUP,SAMPLES (integers), got {args.sampling!r}")
+    stages = reproduction_stages(scale, network=args.network, retrain=args.retrain, sampling=budget)
+    if args.status:
+        print(status_table(stages, out))
+        return 0
+    only = [s for s in args.only.split(",") if s] if args.only else None
+    force = [s for s in args.force.split(",") if s]
+    client = cluster = None
+    if args.scheduler or args.workers > 1:
+        from distributed import Client, LocalCluster
+
+        if args.scheduler:
+            client = Client(args.scheduler)
+        else:
+            cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
+            client = Client(cluster)
+        print(f"running on Dask: {client}", file=sys.stderr)
+    try:
+        results = run_pipeline(stages, out, client=client, force=force, only=only, progress=not args.quiet)
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+    for name, r in results.items():
+        print(f"{name:<18} {r['status']:<8} {r.get('wall_seconds', 0.0):8.1f} s")
+    print(f"results in {out}; build the book from them with REPRO_RESULTS={out} make book", file=sys.stderr)
     return 0
 
 

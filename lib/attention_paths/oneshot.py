@@ -48,7 +48,7 @@ from .solver import solve, solve_continuation
 __all__ = ["ONESHOT_EXPERIMENT", "EVAL_SETS", "OneShotData", "balanced_indices", "extract", "gd_order_parameter",
            "theory_grid", "gp_line", "select_temperatures", "panel", "sample_oneshot", "run_oneshot",
            "oneshot_claims", "oneshot_summary", "load_oneshot_run", "format_grid", "format_selection",
-           "format_claims"]
+           "format_claims", "save_oneshot_data", "load_oneshot_data", "merge_grids"]
 
 HEADS = (4, 4)
 EVAL_SETS = ("val", "test", "MNIST", "FashionMNIST")
@@ -95,6 +95,35 @@ class OneShotData:
     def network_accuracy(self, name: str) -> float:
         """Accuracy (%) of the trained network on set ``name`` (an output of exactly 0 counts as -1)."""
         return 100.0 * float(np.mean(np.where(self.network_output[name] > 0, 1.0, -1.0) == self.y[name]))
+
+
+def save_oneshot_data(data: OneShotData, path) -> Path:
+    """Write an extraction to one ``.npz`` file, atomically (reload with :func:`load_oneshot_data`)."""
+    from .io import atomic_savez
+
+    arrays = {"U_gd": data.U_gd, "info_json": np.array(json.dumps(data.info, default=str))}
+    for field_name in ("features", "y", "network_output"):
+        for k, v in getattr(data, field_name).items():
+            arrays[f"{field_name}/{k}"] = v
+    return atomic_savez(path, **arrays)
+
+
+def load_oneshot_data(path) -> OneShotData:
+    """An extraction written by :func:`save_oneshot_data`; a damaged or foreign file raises ``ValueError``."""
+    from .io import load_npz
+
+    arrays = load_npz(path)
+    try:
+        parts = {f: {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith(f + "/")}
+                 for f in ("features", "y", "network_output")}
+        data = OneShotData(parts["features"], parts["y"], parts["network_output"], arrays["U_gd"],
+                           json.loads(str(arrays["info_json"])))
+    except (KeyError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path} is not a saved one-shot extraction ({err})") from None
+    missing = [s for s in ("train",) + EVAL_SETS if s not in data.features or s not in data.y]
+    if missing:
+        raise ValueError(f"{path} lacks the set(s) {missing}")
+    return data
 
 
 def balanced_indices(y, n_per_label: int) -> np.ndarray:
@@ -269,6 +298,22 @@ def panel(data: OneShotData, U, n_align: int = 50) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ sampling
+def merge_grids(parts: list[dict]) -> dict:
+    """One :func:`theory_grid` result from grids over disjoint temperature sets (same widths)."""
+    parts = sorted(parts, key=lambda g: float(np.min(g["taus"])))
+    widths = parts[0]["widths"]
+    if any(list(g["widths"]) != list(widths) for g in parts):
+        raise ValueError("grid parts must share their widths")
+    cat = lambda key: np.concatenate([g[key] for g in parts])  # noqa: E731
+    taus = cat("taus")
+    if len(set(taus.tolist())) != len(taus):
+        raise ValueError(f"grid parts overlap in temperature: {taus.tolist()}")
+    return {"widths": np.asarray(widths), "taus": taus, "U": cat("U"),
+            "accuracy": {s: np.concatenate([g["accuracy"][s] for g in parts]) for s in parts[0]["accuracy"]},
+            "solver": {k: np.concatenate([g["solver"][k] for g in parts]) for k in ("grad_max", "n_iter")},
+            "seconds": float(sum(g["seconds"] for g in parts))}
+
+
 def sample_oneshot(data: OneShotData, cfg: dict, progress: bool = False) -> dict:
     """Rao-Blackwellised NUTS at the widths of ``cfg["sampling"]`` (spec §B.9); {N: PosteriorSamples}.
 
@@ -290,12 +335,16 @@ def sample_oneshot(data: OneShotData, cfg: dict, progress: bool = False) -> dict
 
 # ------------------------------------------------------------------------------------------ the run
 def run_oneshot(scale: str | None = None, *, network: str | None = None, sample: bool = True, root=None,
-                progress: bool = False, data: OneShotData | None = None, budget: dict | None = None) -> dict:
+                progress: bool = False, data: OneShotData | None = None, budget: dict | None = None,
+                grid: dict | None = None, samples: dict | None = None, record: dict | None = None) -> dict:
     """Everything the Omniglot theory chapter shows, at ``scale`` (spec §B.8-B.11).
 
     ``network`` chooses the trained network (default: the scale's own; ``"quick"`` runs the paper-size theory
-    on the committed CPU-trained network).  ``data`` reuses an extraction.  ``budget`` overrides sampler
-    settings (``num_chains``, ``num_warmup``, ``num_samples``, ...).
+    on the committed CPU-trained network).  ``data`` reuses an extraction (``record``: its network's record).
+    ``budget`` overrides sampler settings (``num_chains``, ``num_warmup``, ``num_samples``, ...).  ``grid`` (a
+    :func:`theory_grid` result) and ``samples`` ({N: PosteriorSamples}) are pieces computed elsewhere, e.g.
+    by the stages of ``python -m attention_paths reproduce``; a grid must cover the scale's widths and
+    temperatures.
     """
     from .training import trained_network
 
@@ -305,12 +354,17 @@ def run_oneshot(scale: str | None = None, *, network: str | None = None, sample:
     if budget:
         cfg["sampling"] = dict(cfg["sampling"], sampler=dict(cfg["sampling"]["sampler"], **budget))
     t0 = time.perf_counter()
-    net = rec = None
+    net, rec = None, record
     if data is None:
         net, rec = trained_network(cfg["network"], progress=progress)
         data = extract(net, cfg, root, rec, progress)
     t_extract = time.perf_counter() - t0
-    grid = theory_grid(data, cfg["widths"], cfg["taus"], progress)
+    if grid is None:
+        grid = theory_grid(data, cfg["widths"], cfg["taus"], progress)
+    elif (list(grid["widths"]) != sorted(cfg["widths"]) or len(grid["taus"]) != len(cfg["taus"])
+          or not np.allclose(grid["taus"], sorted(cfg["taus"]))):
+        raise ValueError(f"the given grid covers widths {list(grid['widths'])} and temperatures "
+                         f"{list(grid['taus'])}, the scale needs {sorted(cfg['widths'])} and {sorted(cfg['taus'])}")
     gp = gp_line(data, cfg["gp_taus"])
     gp_grid = gp_line(data, cfg["taus"])  # the N -> infinity limit at every grid temperature
     select = {on: {"theory": select_temperatures(grid["accuracy"], grid["taus"], on),
@@ -329,7 +383,9 @@ def run_oneshot(scale: str | None = None, *, network: str | None = None, sample:
            "network": {s: data.network_accuracy(s) for s in EVAL_SETS},
            "network_record": {k: v for k, v in (rec or {}).items() if k in ("source", "sha256", "config")},
            "seconds": {"extract": t_extract, "grid": grid["seconds"]}, "samples": {}}
-    if sample:
+    if samples is not None:
+        res["samples"] = dict(samples)
+    elif sample:
         t1 = time.perf_counter()
         res["samples"] = sample_oneshot(data, cfg, progress)
         res["seconds"]["sampling"] = time.perf_counter() - t1

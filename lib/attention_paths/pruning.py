@@ -198,11 +198,12 @@ def score_stability(grid_U, widths, taus, ref: tuple[int, int]) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------ the run
 def run_pruning(scale: str | None = None, *, theory: dict | None = None, network: str | None = None,
-                root=None, progress: bool = False) -> dict:
+                root=None, progress: bool = False, net=None) -> dict:
     """Scores, network-side and theory-side pruning, baselines and their statistics (spec §C).
 
     ``theory`` is a result of :func:`attention_paths.oneshot.run_oneshot` (computed here, without sampling,
-    when not given); its trained network is the one pruned.
+    when not given); its trained network is the one pruned (``net``: that network, when it is not the
+    scale's committed or cached one, e.g. a checkpoint of a ``reproduce`` stage).
     """
     from .config import get_scale
     from .oneshot import run_oneshot
@@ -213,7 +214,9 @@ def run_pruning(scale: str | None = None, *, theory: dict | None = None, network
     cfg["network"] = network or (theory or {}).get("config", {}).get("network") or cfg["network"]
     if theory is None:
         theory = run_oneshot(scale, network=cfg["network"], sample=False, root=root, progress=progress)
-    net, rec = trained_network(cfg["network"], progress=progress)
+    rec = {"source": "given by the caller", "sha256": None}
+    if net is None:
+        net, rec = trained_network(cfg["network"], progress=progress)
     tcfg = config_for(cfg["network"], test_episodes=cfg["test_episodes"], ood_episodes=None)
     sets = {k: v for k, v in evaluation_sets(tcfg, root).items() if k in EVAL_SETS}
     F = {s: path_outputs(net, eps) for s, eps in sets.items()}

@@ -1,0 +1,345 @@
+"""Staged, resumable, parallel runs (issue 9): named stages with explicit inputs and outputs.
+
+A :class:`Stage` is a function that writes files into a folder, with its settings (``params``) and the
+names of the stages whose outputs it reads (``deps``).  :func:`run_pipeline` runs a list of stages into
+``out/<stage>/``:
+
+* **Skipping.**  Each stage has a *key*: the SHA-256 of its name, settings, the code version of the
+  package (:func:`code_version`, a hash of every source file, so an uncommitted edit counts) and the keys
+  of the stages it depends on.  A stage whose folder holds a record with the same key, and whose files
+  all match the sizes and SHA-256 in that record, is skipped; any change upstream changes the key
+  downstream and the stage runs again.
+* **Atomic outputs.**  A stage writes into a temporary folder next to its final one; the record
+  (``_stage.json``: key, settings, code version, file hashes, provenance, wall time) is written last,
+  and the folder is renamed into place.  An interrupted run leaves no final folder, only a temporary one
+  that the next run removes.
+* **Corruption.**  A truncated, edited or missing output file no longer matches its record: the stage is
+  reported ``corrupt`` and recomputed, never silently reused.
+* **Resumption** inside a long stage (training): the stage gets a persistent ``work`` folder
+  (``out/_work/<stage>``) where it may keep checkpoints between interrupted runs.
+* **Parallelism** is Dask's (:mod:`dask.distributed`): the stages become a ``dask.delayed`` graph whose
+  edges are the ``deps``; with no client it runs on Dask's synchronous scheduler (serially, in this
+  process), with a :class:`distributed.Client` it runs on that client's workers — a
+  :class:`distributed.LocalCluster` on a laptop or a GPU box, or a cluster started with
+  ``dask scheduler`` / ``dask worker`` under SLURM or Kubernetes.  Independent stages run at once.
+  Stages that need a GPU ask for the worker resource ``GPU`` (workers started with
+  ``--resources GPU=1`` take them; without any such worker the stage runs on any worker).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .io import atomic_write_json
+
+__all__ = ["Stage", "StageContext", "code_version", "stage_keys", "stage_state", "run_pipeline", "status_table",
+           "RECORD", "toy_stages"]
+
+RECORD = "_stage.json"
+_PACKAGE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One named step.
+
+    name : folder name of the output, ``[A-Za-z0-9._-]+``
+    func : ``func(ctx: StageContext) -> dict | None``; a module-level function (workers import it); it
+        writes its files under ``ctx.out`` and may return a small JSON-able summary kept in the record
+    params : settings (JSON-able); they enter the key and reach ``func`` as ``ctx.params``
+    deps : names of the stages whose outputs ``func`` reads (``ctx.inputs[name]`` is that folder)
+    gpu : True when the stage should run on a worker with a GPU, where there is one
+    """
+
+    name: str
+    func: Callable
+    params: dict = field(default_factory=dict)
+    deps: tuple = ()
+    gpu: bool = False
+
+    def __post_init__(self):
+        ok = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+        if not self.name or not set(self.name) <= ok or self.name.startswith((".", "_")):
+            raise ValueError(f"bad stage name {self.name!r}: use letters, digits, '.', '_', '-' "
+                             "(not starting with '.' or '_')")
+        object.__setattr__(self, "deps", tuple(self.deps))
+
+
+@dataclass
+class StageContext:
+    """What a stage function gets: its output folder, its inputs, a persistent work folder and settings."""
+
+    name: str
+    out: Path
+    inputs: dict
+    work: Path
+    params: dict
+    progress: bool = False
+
+    def input_record(self, name: str) -> dict:
+        """The record of upstream stage ``name`` (its summary is under ``"summary"``)."""
+        return json.loads((self.inputs[name] / RECORD).read_text())
+
+
+# ------------------------------------------------------------------------------------------ keys
+_CODE_VERSION: str | None = None
+
+
+def code_version() -> str:
+    """SHA-256 over the package's source files (path and content), so that any code change invalidates."""
+    global _CODE_VERSION
+    if _CODE_VERSION is None:
+        h = hashlib.sha256()
+        for p in sorted(_PACKAGE.rglob("*.py")):
+            h.update(str(p.relative_to(_PACKAGE)).encode() + b"\0" + p.read_bytes() + b"\0")
+        _CODE_VERSION = h.hexdigest()
+    return _CODE_VERSION
+
+
+def _canonical(obj) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _toposort(stages: list[Stage]) -> list[Stage]:
+    by_name = {}
+    for s in stages:
+        if s.name in by_name:
+            raise ValueError(f"two stages are named {s.name!r}")
+        by_name[s.name] = s
+    for s in stages:
+        missing = [d for d in s.deps if d not in by_name]
+        if missing:
+            raise ValueError(f"stage {s.name!r} depends on unknown stage(s) {missing}")
+    order, state = [], {}
+
+    def visit(s, chain):
+        if state.get(s.name) == "done":
+            return
+        if state.get(s.name) == "visiting":
+            raise ValueError(f"stages form a cycle: {' -> '.join(chain + [s.name])}")
+        state[s.name] = "visiting"
+        for d in s.deps:
+            visit(by_name[d], chain + [s.name])
+        state[s.name] = "done"
+        order.append(s)
+
+    for s in stages:
+        visit(s, [])
+    return order
+
+
+def stage_keys(stages: list[Stage]) -> dict[str, str]:
+    """The key of every stage: SHA-256 of (name, params, code version, keys of its dependencies)."""
+    keys = {}
+    for s in _toposort(stages):
+        payload = {"name": s.name, "params": s.params, "code": code_version(), "deps": {d: keys[d] for d in s.deps}}
+        keys[s.name] = hashlib.sha256(_canonical(payload).encode()).hexdigest()
+    return keys
+
+
+# ------------------------------------------------------------------------------------------ state
+def _file_hashes(folder: Path) -> dict:
+    files = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and p.name != RECORD:
+            h = hashlib.sha256()
+            with open(p, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            files[str(p.relative_to(folder))] = {"size": p.stat().st_size, "sha256": h.hexdigest()}
+    return files
+
+
+def stage_state(folder, key: str | None = None) -> tuple[str, str]:
+    """State of a stage's output folder: ``("done"|"missing"|"stale"|"corrupt", reason)``.
+
+    ``done``: the record exists, its key equals ``key`` (when given), and every file it lists exists with
+    the recorded size and SHA-256.  ``corrupt``: the record is unreadable, or a file is missing, truncated
+    or changed.  ``stale``: a valid output made with other settings or code.
+    """
+    folder = Path(folder)
+    rec_path = folder / RECORD
+    if not folder.exists():
+        return "missing", "no output folder"
+    if not rec_path.exists():
+        return "corrupt", f"{rec_path} is missing"
+    try:
+        rec = json.loads(rec_path.read_text())
+        files = rec["files"]
+    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        return "corrupt", f"{rec_path} is unreadable ({err})"
+    actual = _file_hashes(folder)
+    for rel, meta in files.items():
+        if rel not in actual:
+            return "corrupt", f"{folder / rel} is missing"
+        if actual[rel]["size"] != meta["size"]:
+            return "corrupt", f"{folder / rel} has {actual[rel]['size']} bytes, its record says {meta['size']}"
+        if actual[rel]["sha256"] != meta["sha256"]:
+            return "corrupt", f"{folder / rel} does not match the SHA-256 in its record"
+    if key is not None and rec.get("key") != key:
+        return "stale", "settings, code or an upstream stage changed"
+    return "done", "up to date"
+
+
+# ------------------------------------------------------------------------------------------ running
+def _log(msg: str, progress: bool):
+    if progress:
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def _execute(stage: Stage, out: str, key: str, upstream: dict, force: bool, progress: bool) -> dict:
+    """Run one stage (or skip it); ``upstream`` holds the dependencies' results, so Dask orders the calls."""
+    from .experiments import provenance
+
+    out = Path(out)
+    final = out / stage.name
+    state, reason = stage_state(final, key)
+    if state == "done" and not force:
+        _log(f"{stage.name}: skipped ({reason})", progress)
+        return {"name": stage.name, "key": key, "status": "skipped"}
+    if state in ("stale", "corrupt"):
+        _log(f"{stage.name}: {state} ({reason}); recomputing", progress)
+    for stale_tmp in out.glob(f".{stage.name}.tmp-*"):  # left by an interrupted run
+        shutil.rmtree(stale_tmp, ignore_errors=True)
+    tmp = out / f".{stage.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir(parents=True)
+    work = out / "_work" / stage.name
+    work.mkdir(parents=True, exist_ok=True)
+    ctx = StageContext(stage.name, tmp, {d: out / d for d in stage.deps}, work, dict(stage.params), progress)
+    prov = provenance()
+    _log(f"{stage.name}: running", progress)
+    t0 = time.perf_counter()
+    try:
+        summary = stage.func(ctx)
+        record = {"stage": stage.name, "key": key, "params": stage.params, "deps": list(stage.deps),
+                  "upstream_keys": {d: upstream[d]["key"] for d in stage.deps}, "code_version": code_version(),
+                  "provenance": prov, "process": {"host": platform.node(), "pid": os.getpid()},
+                  "wall_seconds": time.perf_counter() - t0, "summary": summary or {},
+                  "files": _file_hashes(tmp)}
+        atomic_write_json(tmp / RECORD, record)
+        old = out / f".{stage.name}.old-{uuid.uuid4().hex[:8]}"
+        if final.exists():
+            final.rename(old)
+        tmp.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _log(f"{stage.name}: done in {record['wall_seconds']:.1f} s", progress)
+    return {"name": stage.name, "key": key, "status": "ran", "wall_seconds": record["wall_seconds"]}
+
+
+def run_pipeline(stages: Iterable[Stage], out, *, client=None, force: Iterable[str] = (), only: Iterable[str] | None = None,
+                 progress: bool = True) -> dict[str, dict]:
+    """Run ``stages`` into ``out/<stage>/``, skipping those already done; returns {name: result}.
+
+    client : a :class:`distributed.Client` to run on its workers; ``None`` runs serially on Dask's
+        synchronous scheduler in this process
+    force : names of stages to recompute even when done (their dependants follow, their keys unchanged,
+        so they are skipped unless also forced or invalid)
+    only : run just these stages and what they need (default: all)
+
+    Each result is ``{"name", "key", "status": "ran"|"skipped", ...}``.  A failing stage raises (its
+    dependants do not run; finished stages stay on disk and are skipped next time).
+    """
+    import dask
+
+    stages = _toposort(list(stages))
+    by_name = {s.name: s for s in stages}
+    force = set(force)
+    for name in force | set(only or ()):
+        if name not in by_name:
+            raise ValueError(f"unknown stage {name!r}; stages are {[s.name for s in stages]}")
+    if only is not None:
+        need, todo = set(), list(only)
+        while todo:
+            n = todo.pop()
+            if n not in need:
+                need.add(n)
+                todo.extend(by_name[n].deps)
+        stages = [s for s in stages if s.name in need]
+    keys = stage_keys(stages)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    tasks = {}
+    for s in stages:
+        upstream = {d: tasks[d] for d in s.deps}
+        annotations = {"resources": {"GPU": 1}} if (s.gpu and client is not None and _has_gpu_workers(client)) else {}
+        with dask.annotate(**annotations):
+            tasks[s.name] = dask.delayed(_execute, pure=False, name=f"stage-{s.name}-{keys[s.name][:12]}")(
+                s, str(out), keys[s.name], upstream, s.name in force, progress)
+    names = list(tasks)
+    if client is None:
+        results = dask.compute(*[tasks[n] for n in names], scheduler="synchronous")
+    else:
+        futures = client.compute([tasks[n] for n in names], optimize_graph=False)
+        results = client.gather(futures)
+    return dict(zip(names, results))
+
+
+def _has_gpu_workers(client) -> bool:
+    info = client.scheduler_info().get("workers", {})
+    return any(w.get("resources", {}).get("GPU", 0) > 0 for w in info.values())
+
+
+def status_table(stages: Iterable[Stage], out) -> str:
+    """One line per stage: its state in ``out`` and why."""
+    stages = _toposort(list(stages))
+    keys = stage_keys(stages)
+    width = max(len(s.name) for s in stages)
+    lines = [f"{'stage':<{width}}  {'state':<8} {'gpu':<4} reason"]
+    for s in stages:
+        state, reason = stage_state(Path(out) / s.name, keys[s.name])
+        lines.append(f"{s.name:<{width}}  {state:<8} {'yes' if s.gpu else '':<4} {reason}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ a toy pipeline
+def _toy_source(ctx: StageContext) -> dict:
+    import numpy as np
+
+    from .io import atomic_savez
+
+    rng = np.random.default_rng(ctx.params["seed"])
+    atomic_savez(ctx.out / "x.npz", x=rng.standard_normal(ctx.params["n"]))
+    return {"n": ctx.params["n"]}
+
+
+def _toy_square(ctx: StageContext) -> dict:
+    import numpy as np
+
+    from .io import atomic_savez, load_npz
+
+    x = load_npz(ctx.inputs["source"] / "x.npz")["x"]
+    y = x ** ctx.params["power"] + ctx.params["shift"]
+    atomic_savez(ctx.out / "y.npz", y=y)
+    return {"sum": float(y.sum())}
+
+
+def _toy_merge(ctx: StageContext) -> dict:
+    import numpy as np
+
+    from .io import atomic_savez, load_npz
+
+    parts = [load_npz(ctx.inputs[d] / "y.npz")["y"] for d in sorted(ctx.inputs)]
+    z = np.stack(parts)
+    atomic_savez(ctx.out / "z.npz", z=z)
+    return {"total": float(z.sum()), "parts": len(parts)}
+
+
+def toy_stages(n: int = 1000, seed: int = 0, shifts=(0.0, 1.0, 2.0, 3.0), power: int = 2) -> list[Stage]:
+    """A small fan-out/merge pipeline (one source, ``len(shifts)`` independent stages, one merge) for tests
+    and as an example of writing stages."""
+    fan = [Stage(f"part-{i}", _toy_square, {"power": power, "shift": float(s)}, deps=("source",))
+           for i, s in enumerate(shifts)]
+    return [Stage("source", _toy_source, {"n": n, "seed": seed}), *fan,
+            Stage("merge", _toy_merge, {}, deps=tuple(f.name for f in fan))]

@@ -1,0 +1,201 @@
+"""Staged runs (issue 9): skipping, invalidation, corruption recovery, and the Dask parallel path."""
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attention_paths import pipeline as pl
+from attention_paths.io import load_npz
+
+
+def _records(out):
+    return {p.parent.name: json.loads(p.read_text()) for p in Path(out).glob(f"*/{pl.RECORD}")}
+
+
+def _statuses(res):
+    return {k: v["status"] for k, v in res.items()}
+
+
+def test_runs_then_skips_everything(tmp_path):
+    stages = pl.toy_stages()
+    first = pl.run_pipeline(stages, tmp_path, progress=False)
+    assert set(_statuses(first).values()) == {"ran"}
+    z = load_npz(tmp_path / "merge" / "z.npz")["z"]
+    x = load_npz(tmp_path / "source" / "x.npz")["x"]
+    np.testing.assert_array_equal(z, np.stack([x ** 2 + s for s in (0.0, 1.0, 2.0, 3.0)]))
+    mtimes = {n: (tmp_path / n / pl.RECORD).stat().st_mtime_ns for n in first}
+    second = pl.run_pipeline(stages, tmp_path, progress=False)
+    assert set(_statuses(second).values()) == {"skipped"}
+    assert mtimes == {n: (tmp_path / n / pl.RECORD).stat().st_mtime_ns for n in first}
+    assert "done" in pl.status_table(stages, tmp_path) and "stale" not in pl.status_table(stages, tmp_path)
+
+
+def test_changed_settings_rerun_the_stage_and_its_dependants_only(tmp_path):
+    pl.run_pipeline(pl.toy_stages(), tmp_path, progress=False)
+    keys = {n: r["key"] for n, r in _records(tmp_path).items()}
+    changed = pl.toy_stages(shifts=(0.0, 1.0, 2.5, 3.0))
+    assert pl.stage_state(tmp_path / "part-2", pl.stage_keys(changed)["part-2"])[0] == "stale"
+    res = _statuses(pl.run_pipeline(changed, tmp_path, progress=False))
+    assert res == {"source": "skipped", "part-0": "skipped", "part-1": "skipped", "part-2": "ran",
+                   "part-3": "skipped", "merge": "ran"}
+    new = {n: r["key"] for n, r in _records(tmp_path).items()}
+    assert [n for n in keys if keys[n] != new[n]] == ["merge", "part-2"] or \
+        sorted(n for n in keys if keys[n] != new[n]) == ["merge", "part-2"]
+    # an upstream change invalidates everything below it
+    res = _statuses(pl.run_pipeline(pl.toy_stages(seed=1, shifts=(0.0, 1.0, 2.5, 3.0)), tmp_path, progress=False))
+    assert set(res.values()) == {"ran"}
+
+
+def test_code_version_enters_the_key(monkeypatch):
+    stages = pl.toy_stages()
+    before = pl.stage_keys(stages)
+    monkeypatch.setattr(pl, "_CODE_VERSION", "0" * 64)
+    after = pl.stage_keys(stages)
+    assert all(before[n] != after[n] for n in before)
+
+
+def test_truncated_output_is_detected_and_recomputed(tmp_path):
+    stages = pl.toy_stages()
+    pl.run_pipeline(stages, tmp_path, progress=False)
+    good = (tmp_path / "part-1" / "y.npz").read_bytes()
+    with open(tmp_path / "part-1" / "y.npz", "r+b") as fh:  # a run killed mid-copy, a full disk...
+        fh.truncate(len(good) // 2)
+    state, reason = pl.stage_state(tmp_path / "part-1", pl.stage_keys(stages)["part-1"])
+    assert state == "corrupt" and "bytes" in reason
+    with pytest.raises(ValueError, match="corrupted"):
+        load_npz(tmp_path / "part-1" / "y.npz")
+    res = _statuses(pl.run_pipeline(stages, tmp_path, progress=False))
+    assert res["part-1"] == "ran" and res["source"] == "skipped" and res["merge"] == "skipped"
+    assert (tmp_path / "part-1" / "y.npz").read_bytes() == good
+    # same size, other bytes: caught by the hash; a missing record: caught too
+    (tmp_path / "part-2" / "y.npz").write_bytes(b"\0" * (tmp_path / "part-2" / "y.npz").stat().st_size)
+    (tmp_path / "part-3" / pl.RECORD).unlink()
+    assert pl.stage_state(tmp_path / "part-2")[0] == "corrupt"
+    assert pl.stage_state(tmp_path / "part-3")[0] == "corrupt"
+    res = _statuses(pl.run_pipeline(stages, tmp_path, progress=False))
+    assert res["part-2"] == res["part-3"] == "ran" and res["part-0"] == "skipped"
+
+
+def _boom(ctx):
+    (ctx.out / "half.txt").write_text("partial")
+    raise RuntimeError("stage failed on purpose")
+
+
+def test_a_failing_stage_leaves_nothing_half_written(tmp_path):
+    stages = pl.toy_stages()[:1] + [pl.Stage("bad", _boom, deps=("source",))]
+    with pytest.raises(RuntimeError, match="on purpose"):
+        pl.run_pipeline(stages, tmp_path, progress=False)
+    assert not (tmp_path / "bad").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert pl.stage_state(tmp_path / "source")[0] == "done"  # finished stages stay and are reused
+
+
+def test_bad_pipelines_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown stage"):
+        pl.run_pipeline([pl.Stage("a", _boom, deps=("nope",))], tmp_path, progress=False)
+    with pytest.raises(ValueError, match="cycle"):
+        pl.stage_keys([pl.Stage("a", _boom, deps=("b",)), pl.Stage("b", _boom, deps=("a",))])
+    with pytest.raises(ValueError, match="two stages"):
+        pl.stage_keys([pl.Stage("a", _boom), pl.Stage("a", _boom)])
+    with pytest.raises(ValueError, match="bad stage name"):
+        pl.Stage("../x", _boom)
+    with pytest.raises(ValueError, match="unknown stage"):
+        pl.run_pipeline(pl.toy_stages(), tmp_path, only=["nope"], progress=False)
+
+
+def test_only_runs_what_a_stage_needs(tmp_path):
+    res = pl.run_pipeline(pl.toy_stages(), tmp_path, only=["part-2"], progress=False)
+    assert sorted(res) == ["part-2", "source"]
+
+
+@pytest.mark.slow
+def test_local_cluster_of_two_workers_matches_the_serial_path(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    stages = pl.toy_stages(n=5000, shifts=(0.0, 0.5, 1.0, 1.5, 2.0, 2.5))
+    pl.run_pipeline(stages, tmp_path / "serial", progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl, \
+            distributed.Client(cl) as client:
+        res = pl.run_pipeline(stages, tmp_path / "parallel", client=client, progress=False)
+        assert set(_statuses(res).values()) == {"ran"}
+        pids = {r["process"]["pid"] for r in _records(tmp_path / "parallel").values()}
+        again = pl.run_pipeline(stages, tmp_path / "parallel", client=client, progress=False)
+        assert set(_statuses(again).values()) == {"skipped"}
+    serial, parallel = _records(tmp_path / "serial"), _records(tmp_path / "parallel")
+    assert serial.keys() == parallel.keys()
+    for name in serial:  # identical keys and byte-identical outputs
+        assert serial[name]["key"] == parallel[name]["key"]
+        assert serial[name]["files"] == parallel[name]["files"], name
+        assert serial[name]["summary"] == parallel[name]["summary"], name
+    assert os.getpid() not in pids  # the parallel path ran on the cluster's worker processes
+    assert {r["process"]["pid"] for r in serial.values()} == {os.getpid()}
+
+
+# ------------------------------------------------------------------------------------------ the reproduction
+def _oneshot_data():
+    from test_oneshot import _synthetic_data
+
+    return _synthetic_data(np.random.default_rng(5))
+
+
+def test_oneshot_extraction_round_trip_and_damage(tmp_path):
+    from attention_paths import oneshot as osh
+
+    data = _oneshot_data()
+    osh.save_oneshot_data(data, tmp_path / "d.npz")
+    back = osh.load_oneshot_data(tmp_path / "d.npz")
+    assert back.info == json.loads(json.dumps(data.info, default=str))
+    np.testing.assert_array_equal(back.U_gd, data.U_gd)
+    for field in ("features", "y", "network_output"):
+        assert getattr(back, field).keys() == getattr(data, field).keys()
+        for k in getattr(data, field):
+            np.testing.assert_array_equal(getattr(back, field)[k], getattr(data, field)[k])
+    raw = (tmp_path / "d.npz").read_bytes()
+    (tmp_path / "d.npz").write_bytes(raw[: len(raw) // 3])
+    with pytest.raises(ValueError, match="corrupted"):
+        osh.load_oneshot_data(tmp_path / "d.npz")
+
+
+def test_grid_columns_computed_apart_merge_into_the_full_grid():
+    from attention_paths import oneshot as osh
+
+    data = _oneshot_data()
+    widths, taus = [10, 100, 1000, 10000], [0.1, 0.25, 0.5, 1.0]
+    full = osh.theory_grid(data, widths, taus)
+    parts = [osh.theory_grid(data, widths, [t]) for t in reversed(taus)]  # stage order does not matter
+    merged = osh.merge_grids(parts)
+    np.testing.assert_array_equal(merged["taus"], full["taus"])
+    np.testing.assert_array_equal(merged["U"], full["U"])  # each column is its own continuation
+    for s in full["accuracy"]:
+        np.testing.assert_array_equal(merged["accuracy"][s], full["accuracy"][s])
+    with pytest.raises(ValueError, match="overlap"):
+        osh.merge_grids([parts[0], parts[0]])
+    # the experiment accepts the merged grid and refuses one that does not cover the scale's grid
+    res = osh.run_oneshot("quick", sample=False, data=data, grid=merged)
+    ref = osh.run_oneshot("quick", sample=False, data=data)
+    assert res["select"]["val"]["theory"]["tau"].tolist() == ref["select"]["val"]["theory"]["tau"].tolist()
+    np.testing.assert_array_equal(res["panel"]["U"], ref["panel"]["U"])
+    with pytest.raises(ValueError, match="covers"):
+        osh.run_oneshot("quick", sample=False, data=data, grid=osh.merge_grids(parts[:2]))
+
+
+def test_reproduction_stages_form_the_documented_graph():
+    from attention_paths.reproduce import reproduction_stages
+
+    for scale in ("quick", "paper"):
+        stages = reproduction_stages(scale)
+        by = {s.name: s for s in stages}
+        keys = pl.stage_keys(stages)  # a valid DAG
+        grids = [n for n in by if n.startswith("grid-tau")]
+        assert len(grids) == (4 if scale == "quick" else 10)
+        assert set(grids) <= set(by["omniglot-theory"].deps) and set(grids) <= set(by["pruning"].deps)
+        assert all(by[g].deps == ("export",) for g in grids)
+        assert by["train"].gpu and by["sample-N10"].gpu and not by["export"].gpu
+        assert {"theory", "posterior", "hmc"} <= set(by) and not by["hmc"].deps
+        assert len(set(keys.values())) == len(keys)
+    quick, paper = pl.stage_keys(reproduction_stages("quick")), pl.stage_keys(reproduction_stages("paper"))
+    assert quick["data"] == paper["data"]  # the same datasets: shared between scales
+    assert quick["export"] != paper["export"]
+    budget = pl.stage_keys(reproduction_stages("quick", sampling={"num_chains": 4}))
+    assert budget["sample-N10"] != quick["sample-N10"] and budget["grid-tau0.5"] == quick["grid-tau0.5"]
