@@ -199,3 +199,73 @@ def test_reproduction_stages_form_the_documented_graph():
     assert quick["export"] != paper["export"]
     budget = pl.stage_keys(reproduction_stages("quick", sampling={"num_chains": 4}))
     assert budget["sample-N10"] != quick["sample-N10"] and budget["grid-tau0.5"] == quick["grid-tau0.5"]
+
+
+def _stored_result(ctx):
+    from attention_paths.reproduce import _write_result
+
+    _write_result(ctx.out, {"answer": ctx.params["value"], "array": np.arange(3.0)})
+
+
+def test_chapters_render_from_a_results_folder(tmp_path, monkeypatch, capsys):
+    from attention_paths import reproduce as rp
+
+    stages = [pl.Stage("demo", _stored_result, {"scale": "quick", "value": 42})]
+    pl.run_pipeline(stages, tmp_path, progress=False)
+    called = []
+    monkeypatch.delenv("REPRO_RESULTS", raising=False)
+    assert rp.result_or_compute("demo", lambda: called.append(1) or "live", "quick") == "live" and called
+    monkeypatch.setenv("REPRO_RESULTS", str(tmp_path))
+    res = rp.result_or_compute("demo", lambda: called.append(2), "quick")
+    assert res["answer"] == 42 and called == [1]  # loaded, not computed
+    assert "loaded from" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="REPRO_SCALE"):
+        rp.result_or_compute("demo", lambda: None, "paper")
+    with pytest.raises(FileNotFoundError, match="no output of stage 'nope'"):
+        rp.result_or_compute("nope", lambda: None, "quick")
+    monkeypatch.setattr(pl, "_CODE_VERSION", "f" * 64)
+    with pytest.raises(ValueError, match="other code"):
+        rp.result_or_compute("demo", lambda: None, "quick")
+    monkeypatch.setattr(pl, "_CODE_VERSION", None)
+    with open(tmp_path / "demo" / "result.pkl", "ab") as fh:
+        fh.write(b"tampered")
+    with pytest.raises(ValueError, match="corrupt"):
+        rp.result_or_compute("demo", lambda: None, "quick")
+    monkeypatch.setenv("REPRO_RESULTS", str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError, match="REPRO_RESULTS"):
+        rp.result_or_compute("demo", lambda: None, "quick")
+
+
+def test_claim_records_feed_the_map(tmp_path, monkeypatch):
+    from attention_paths import claims as cl
+
+    monkeypatch.setenv("ATTENTION_PATHS_CLAIMS", str(tmp_path))
+    claims = [{"id": "A1", "claim": "x grows", "passed": True, "detail": "x: 1 -> 2"},
+              {"id": "A2", "claim": "y | z", "passed": False, "detail": "y 3"},
+              {"id": "A3", "claim": "w", "passed": False, "detail": "w 0"}]
+    with pytest.raises(AssertionError, match="A3"):
+        cl.assert_claims(claims, {"A2": "known"}, chapter="demo", scale="quick")
+    records = cl.load_claim_records("quick")  # recorded before asserting
+    assert list(records) == ["demo"] and records["demo"]["expected_failures"] == {"A2": "known"}
+    table = cl.claims_markdown(records, {"demo": "Demo", "other": "Other"})
+    lines = table.splitlines()
+    assert "| Demo | A1: x grows | **agrees** |" in lines[2]
+    assert "A2: y \\| z | known deviation" in lines[3] and "**FAILS**" in lines[4]
+    assert "| Other | — | not computed yet" in table and "stale" not in table
+    monkeypatch.setattr(pl, "_CODE_VERSION", "e" * 64)
+    assert "stale" in cl.claims_markdown(records, {"demo": "Demo"})
+    (tmp_path / "quick" / "broken.json").write_text("{")
+    assert "unreadable" in cl.load_claim_records("quick")["broken"]["error"]
+
+
+def test_readorder_extension_moves_pages_last():
+    import importlib.util
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    spec = importlib.util.spec_from_file_location("readorder", Path(__file__).parents[1] / "_ext" / "readorder.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    docs = ["book/api", "book/figure_map", "book/hmc", "book/theory"]
+    mod._reorder(SimpleNamespace(config=SimpleNamespace(read_last=["book/figure_map", "book/absent"])), None, docs)
+    assert docs == ["book/api", "book/hmc", "book/theory", "book/figure_map"]

@@ -21,6 +21,9 @@ def _atomic(path: Path, write):
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide shared results from other users
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

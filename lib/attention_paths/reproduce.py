@@ -35,7 +35,7 @@ import numpy as np
 
 from .pipeline import Stage, StageContext
 
-__all__ = ["reproduction_stages", "results_dir", "load_stage_result"]
+__all__ = ["reproduction_stages", "results_dir", "load_stage_result", "result_or_compute", "trained_network"]
 
 
 def _tau_name(tau: float) -> str:
@@ -161,7 +161,9 @@ def stage_oneshot(ctx: StageContext) -> dict:
     from .io import atomic_savez, atomic_write_json
     from .oneshot import oneshot_summary
 
-    summary, arrays = oneshot_summary(_oneshot_result(ctx, with_samples=True))
+    res = _oneshot_result(ctx, with_samples=True)
+    summary, arrays = oneshot_summary(res)
+    _write_result(ctx.out, res)
     atomic_savez(ctx.out / "arrays.npz", **arrays)
     atomic_write_json(ctx.out / "summary.json", summary)
     return {"claims": {c["id"]: c["passed"] for c in summary["claims"]}}
@@ -176,16 +178,32 @@ def stage_pruning(ctx: StageContext) -> dict:
     net, _ = _network(ctx.inputs["train"])
     res = run_pruning(ctx.params["scale"], theory=theory, net=net, progress=ctx.progress)
     summary, arrays = pruning_summary(res)
+    _write_result(ctx.out, (theory, res))
     atomic_savez(ctx.out / "arrays.npz", **arrays)
     atomic_write_json(ctx.out / "summary.json", summary)
     return {"claims": {c["id"]: c["passed"] for c in summary["claims"]}}
 
 
+def _write_result(folder: Path, result) -> None:
+    """The chapter's in-memory result, pickled (read back by :func:`result_or_compute`)."""
+    import pickle
+
+    from .io import _atomic
+
+    _atomic(folder / "result.pkl", lambda fh: pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL))
+
+
 def stage_experiment(ctx: StageContext) -> dict:
     """A self-contained experiment of :data:`attention_paths.experiments.EXPERIMENTS`."""
-    from .experiments import run_experiment
+    from .experiments import EXPERIMENTS
+    from .io import atomic_savez, atomic_write_json
 
-    summary = run_experiment(ctx.params["experiment"], ctx.params["scale"], ctx.out, progress=ctx.progress)
+    run, summarize = EXPERIMENTS[ctx.params["experiment"]]
+    res = run(ctx.params["scale"], progress=ctx.progress)
+    summary, arrays = summarize(res)
+    atomic_savez(ctx.out / "arrays.npz", **arrays)
+    atomic_write_json(ctx.out / "summary.json", summary)
+    _write_result(ctx.out, res)
     return {"claims": {c["id"]: c["passed"] for c in summary.get("claims", []) if "id" in c}}
 
 
@@ -268,3 +286,62 @@ def load_stage_result(stage: str, folder=None) -> dict | None:
     record = json.loads((folder / stage / RECORD).read_text())
     record["folder"] = str(folder / stage)
     return record
+
+
+def _describe(record: dict) -> str:
+    prov, proc = record.get("provenance", {}), record.get("process", {})
+    commit = (prov.get("git_commit") or "unknown")[:10] + (" (uncommitted changes)" if prov.get("git_dirty") else "")
+    return (f"{record['folder']} (stage computed {prov.get('time_utc', '?')} on {proc.get('host', '?')}, "
+            f"commit {commit}, {record.get('wall_seconds', float('nan')):.0f} s)")
+
+
+def result_or_compute(stage: str, compute, scale: str | None = None):
+    """A chapter's main result: ``compute()`` in this build, or, when ``$REPRO_RESULTS`` names a results
+    folder, the result that stage ``stage`` of ``python -m attention_paths reproduce`` stored there.
+
+    Prints where the result comes from (the figures of the chapter are drawn from it).  A stored result
+    must have been made at the chapter's scale and by this version of the code (same :func:`code_version`);
+    otherwise this raises rather than show figures of other code or another scale.
+    """
+    import pickle
+
+    from .config import get_scale
+    from .pipeline import code_version
+
+    folder = results_dir()
+    if folder is None:
+        print("Results: computed in this build.")
+        return compute()
+    record = load_stage_result(stage, folder)
+    if record is None:
+        raise FileNotFoundError(f"REPRO_RESULTS={folder} has no output of stage {stage!r}; run `python -m "
+                                f"attention_paths reproduce --out {folder} --only {stage}`")
+    scale = get_scale(scale)
+    if record["params"].get("scale") != scale:
+        raise ValueError(f"REPRO_RESULTS stage {stage!r} was computed at scale {record['params'].get('scale')!r}, "
+                         f"this build is at REPRO_SCALE={scale!r}; set REPRO_SCALE to match")
+    if record["code_version"] != code_version():
+        raise ValueError(f"REPRO_RESULTS stage {stage!r} was computed by other code (code version "
+                         f"{record['code_version'][:12]}, this is {code_version()[:12]}); rerun the stage with "
+                         "this code or check out the commit that made it")
+    with open(Path(record["folder"]) / "result.pkl", "rb") as fh:
+        result = pickle.load(fh)
+    print(f"Results: loaded from {_describe(record)}.")
+    return result
+
+
+def trained_network(scale: str | None = None, network: str | None = None):
+    """``(net, record)``: the ``train`` stage's network when ``$REPRO_RESULTS`` is set, else
+    :func:`attention_paths.training.trained_network` of ``network`` (default: the scale's)."""
+    from .training import trained_network as _trained
+
+    folder = results_dir()
+    if folder is None:
+        return _trained(network or scale)
+    record = load_stage_result("train", folder)
+    if record is None:
+        raise FileNotFoundError(f"REPRO_RESULTS={folder} has no output of stage 'train'")
+    if network is not None and record["params"].get("network") != network:
+        raise ValueError(f"REPRO_RESULTS trained network is {record['params'].get('network')!r}, "
+                         f"not {network!r}")
+    return _network(Path(record["folder"]))
