@@ -2,12 +2,17 @@
 
     python benchmarks/bench_solver.py            # all cases (several minutes on 2 cores)
     python benchmarks/bench_solver.py --fast     # skip the largest cases
+    python benchmarks/bench_solver.py --scaling  # cost of one action+gradient evaluation up to P=10000,
+                                                 # 64 paths and N0=768, with fitted growth exponents
 
 Cases (issue 2, section 5):
   (a) Markov-sized problem (P=100, N0=231, T=31, 4 paths): continuation sweep over
       N in {1000, 500, 300, 100, 50, 30, 10} with full verification (Hessian, one restart);
   (b) image-sized problem (P=600, N0=192, T=48, 16 paths, random query/key heads) at N=10;
   (c) growth with P (100 -> 5000, 16 paths) and with the number of paths (4, 16, 64; P=600).
+  (d) --scaling: one kernel set-up plus three evaluations of the action and its gradient at the GP point
+      (what every solver iteration costs; a solve takes 25-130 of them, see (c)), growing P up to 10,000
+      (low-rank form), the number of paths up to 64 and N0 up to 768, with log-log slopes.
 Peak memory is the peak of Python/numpy allocations (tracemalloc) during the case.
 """
 from __future__ import annotations
@@ -74,10 +79,54 @@ def case_single(P, heads, N=10, tau=0.5, restarts=1, label=None, target=""):
                 iters=res.n_iter, grad=res.grad_max, target=target)
 
 
+def case_eval(P, heads, n0=192, N=100, tau=0.5, repeats=3):
+    """Set-up (kernel) and per-evaluation cost of the action and gradient at the GP point."""
+    feats, y = make_features(P, n0, 48, heads, "QK", "mean")
+    arch = ap.Architecture.uniform(heads, N)
+    Us, _ = arch.gp_order_parameters()
+
+    def run():
+        t0 = time.perf_counter()
+        k = ap.PathKernel(feats)
+        act = ap.Action(k, y, tau, arch)
+        t_setup = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            act.value_and_gradient(Us)
+        return k.mode, t_setup, (time.perf_counter() - t0) / repeats
+
+    (mode, t_setup, t_eval), _, mem = measure(run)
+    return dict(P=P, paths=int(np.prod(heads)), n0=n0, mode=mode, setup=t_setup, eval=t_eval, peak_MiB=mem)
+
+
+def scaling():
+    print(f"# solver scaling on {platform.machine()}, {platform.python_version()}, numpy {np.__version__}: "
+          "one action+gradient evaluation at the GP point, N=100, tau=0.5")
+    print(f"{'grow':<6} {'P':>6} {'paths':>5} {'N0':>4} {'form':<8} {'set-up [s]':>10} {'eval [s]':>9} "
+          f"{'peak [MiB]':>11}", flush=True)
+    groups = {"P": [case_eval(P, (4, 4)) for P in (600, 1250, 2500, 5000, 10000)],
+              "paths": [case_eval(600, h) for h in ((2, 2), (4, 2), (4, 4), (8, 4), (8, 8))],
+              "N0": [case_eval(600, (4, 4), n0=n0) for n0 in (96, 192, 384, 768)]}
+    for grow, rows in groups.items():
+        for r in rows:
+            print(f"{grow:<6} {r['P']:6d} {r['paths']:5d} {r['n0']:4d} {r['mode']:<8} {r['setup']:10.2f} "
+                  f"{r['eval']:9.3f} {r['peak_MiB']:11.1f}", flush=True)
+    print("# log-log slopes (cost ~ x^slope), fitted over each group")
+    key = {"P": "P", "paths": "paths", "N0": "n0"}
+    for grow, rows in groups.items():
+        x = np.log([r[key[grow]] for r in rows])
+        fit = {c: np.polyfit(x, np.log([max(r[c], 1e-9) for r in rows]), 1)[0] for c in ("setup", "eval", "peak_MiB")}
+        print(f"{grow:<6} set-up {fit['setup']:5.2f}   eval {fit['eval']:5.2f}   memory {fit['peak_MiB']:5.2f}")
+
+
 def main():
     ap_ = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap_.add_argument("--fast", action="store_true", help="skip P >= 2000 and 64 paths")
+    ap_.add_argument("--scaling", action="store_true", help="per-evaluation cost up to P=10000, 64 paths, N0=768")
     args = ap_.parse_args()
+    if args.scaling:
+        scaling()
+        return
     print(f"# solver benchmark on {platform.machine()}, {platform.python_version()}, numpy {np.__version__}")
     print(f"{'case':<48} {'time [s]':>9} {'peak [MiB]':>11} {'iters':>6} {'max|dS/dU|/N':>13}  target", flush=True)
 

@@ -48,12 +48,29 @@ def test_changed_settings_rerun_the_stage_and_its_dependants_only(tmp_path):
     assert set(res.values()) == {"ran"}
 
 
+def _edit_code(monkeypatch, files=None):
+    """Pretend the package's source changed (all of it, or just ``files``)."""
+    real = pl._hash_files
+
+    def edited(paths):
+        paths = list(paths)
+        touched = files is None or any(p.name in files for p in paths)
+        return real(paths) + ("-edited" if touched else "")
+
+    monkeypatch.setattr(pl, "_CODE_VERSION", None)
+    monkeypatch.setattr(pl, "_hash_files", edited)
+
+
 def test_code_version_enters_the_key(monkeypatch):
-    stages = pl.toy_stages()
+    stages = pl.toy_stages() + [pl.Stage("narrow", pl._toy_source, {"n": 3, "seed": 0}, code=("io.py",))]
     before = pl.stage_keys(stages)
-    monkeypatch.setattr(pl, "_CODE_VERSION", "0" * 64)
+    _edit_code(monkeypatch, files={"claims.py"})  # an edit outside the narrow stage's files
     after = pl.stage_keys(stages)
-    assert all(before[n] != after[n] for n in before)
+    assert all(before[n] != after[n] for n in before if n != "narrow") and before["narrow"] == after["narrow"]
+    _edit_code(monkeypatch, files={"io.py"})
+    assert pl.stage_keys(stages)["narrow"] != before["narrow"]
+    with pytest.raises(ValueError, match="do not exist"):
+        pl.Stage("x", pl._toy_source, code=("nope.py",))
 
 
 def test_truncated_output_is_detected_and_recomputed(tmp_path):
@@ -115,7 +132,7 @@ def test_local_cluster_of_two_workers_matches_the_serial_path(tmp_path):
     distributed = pytest.importorskip("distributed")
     stages = pl.toy_stages(n=5000, shifts=(0.0, 0.5, 1.0, 1.5, 2.0, 2.5))
     pl.run_pipeline(stages, tmp_path / "serial", progress=False)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl, \
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
             distributed.Client(cl) as client:
         res = pl.run_pipeline(stages, tmp_path / "parallel", client=client, progress=False)
         assert set(_statuses(res).values()) == {"ran"}
@@ -192,6 +209,7 @@ def test_reproduction_stages_form_the_documented_graph():
         assert set(grids) <= set(by["omniglot-theory"].deps) and set(grids) <= set(by["pruning"].deps)
         assert all(by[g].deps == ("export",) for g in grids)
         assert by["train"].gpu and by["sample-N10"].gpu and not by["export"].gpu
+        assert by["train"].code and not by["export"].code  # training is keyed by its own code only
         assert {"theory", "posterior", "hmc"} <= set(by) and not by["hmc"].deps
         assert len(set(keys.values())) == len(keys)
     quick, paper = pl.stage_keys(reproduction_stages("quick")), pl.stage_keys(reproduction_stages("paper"))
@@ -223,10 +241,10 @@ def test_chapters_render_from_a_results_folder(tmp_path, monkeypatch, capsys):
         rp.result_or_compute("demo", lambda: None, "paper")
     with pytest.raises(FileNotFoundError, match="no output of stage 'nope'"):
         rp.result_or_compute("nope", lambda: None, "quick")
-    monkeypatch.setattr(pl, "_CODE_VERSION", "f" * 64)
-    with pytest.raises(ValueError, match="other code"):
-        rp.result_or_compute("demo", lambda: None, "quick")
-    monkeypatch.setattr(pl, "_CODE_VERSION", None)
+    with monkeypatch.context() as m:
+        _edit_code(m)
+        with pytest.raises(ValueError, match="other code"):
+            rp.result_or_compute("demo", lambda: None, "quick")
     with open(tmp_path / "demo" / "result.pkl", "ab") as fh:
         fh.write(b"tampered")
     with pytest.raises(ValueError, match="corrupt"):
@@ -252,7 +270,7 @@ def test_claim_records_feed_the_map(tmp_path, monkeypatch):
     assert "| Demo | A1: x grows | **agrees** |" in lines[2]
     assert "A2: y \\| z | known deviation" in lines[3] and "**FAILS**" in lines[4]
     assert "| Other | — | not computed yet" in table and "stale" not in table
-    monkeypatch.setattr(pl, "_CODE_VERSION", "e" * 64)
+    _edit_code(monkeypatch)
     assert "stale" in cl.claims_markdown(records, {"demo": "Demo"})
     (tmp_path / "quick" / "broken.json").write_text("{")
     assert "unreadable" in cl.load_claim_records("quick")["broken"]["error"]

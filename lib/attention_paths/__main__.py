@@ -101,7 +101,7 @@ def _reproduce(args, scale, out, parser) -> int:
             client = Client(args.scheduler)
         else:
             cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
+                                   dashboard_address=":0")
             client = Client(cluster)
         print(f"running on Dask: {client}", file=sys.stderr)
     try:

@@ -39,10 +39,10 @@ from .architecture import Architecture
 from .claims import format_claims  # noqa: F401  (re-exported)
 from .config import get_scale
 from .kernels import PathKernel, gp_kernel, renormalized_kernel
-from .paths import path_features, path_inputs, path_labels
+from .paths import path_features, path_inputs
 from .predictor import accuracy, kernel_alignment, predict
 from .progress import progress_bar
-from .scores import head_labels, head_scores
+from .scores import head_scores
 from .solver import solve, solve_continuation
 
 __all__ = ["ONESHOT_EXPERIMENT", "EVAL_SETS", "OneShotData", "balanced_indices", "extract", "gd_order_parameter",
@@ -550,12 +550,3 @@ def format_selection(summary_or_res: dict, widths) -> str:
         lines.append(f"{'':<22}{'GP':>7}{float(gp['tau']):>7g}{float(a['test']):8.1f}{float(a['MNIST']):8.1f}"
                      f"{float(a['FashionMNIST']):8.1f}")
     return "\n".join(lines)
-
-
-def path_tick_labels() -> list[str]:
-    """Tick labels "h1,h2" (1-based) of the 16 paths in the package's flattening order."""
-    return path_labels(HEADS)
-
-
-def head_tick_labels() -> list[str]:
-    return head_labels(HEADS)

@@ -58,6 +58,9 @@ class Stage:
     params : settings (JSON-able); they enter the key and reach ``func`` as ``ctx.params``
     deps : names of the stages whose outputs ``func`` reads (``ctx.inputs[name]`` is that folder)
     gpu : True when the stage should run on a worker with a GPU, where there is one
+    code : the package's source files (e.g. ``("training.py", "incontext.py")``) whose content enters the
+        key; empty (default): every file, so that any code change reruns the stage.  Give a list only for
+        expensive stages whose code is stable (training), and list everything they import from the package.
     """
 
     name: str
@@ -65,6 +68,7 @@ class Stage:
     params: dict = field(default_factory=dict)
     deps: tuple = ()
     gpu: bool = False
+    code: tuple = ()
 
     def __post_init__(self):
         ok = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -72,6 +76,10 @@ class Stage:
             raise ValueError(f"bad stage name {self.name!r}: use letters, digits, '.', '_', '-' "
                              "(not starting with '.' or '_')")
         object.__setattr__(self, "deps", tuple(self.deps))
+        object.__setattr__(self, "code", tuple(self.code))
+        missing = [m for m in self.code if not (_PACKAGE / m).is_file()]
+        if missing:
+            raise ValueError(f"stage {self.name!r} names source files that do not exist: {missing}")
 
 
 @dataclass
@@ -94,15 +102,22 @@ class StageContext:
 _CODE_VERSION: str | None = None
 
 
-def code_version() -> str:
-    """SHA-256 over the package's source files (path and content), so that any code change invalidates."""
+def code_version(files: tuple | None = None) -> str:
+    """SHA-256 over the package's source files (path and content), so that any code change invalidates;
+    ``files``: only these files (names relative to the package folder)."""
     global _CODE_VERSION
+    if files:
+        return _hash_files(sorted(_PACKAGE / f for f in files))
     if _CODE_VERSION is None:
-        h = hashlib.sha256()
-        for p in sorted(_PACKAGE.rglob("*.py")):
-            h.update(str(p.relative_to(_PACKAGE)).encode() + b"\0" + p.read_bytes() + b"\0")
-        _CODE_VERSION = h.hexdigest()
+        _CODE_VERSION = _hash_files(sorted(_PACKAGE.rglob("*.py")))
     return _CODE_VERSION
+
+
+def _hash_files(paths) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(str(p.relative_to(_PACKAGE)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def _canonical(obj) -> str:
@@ -141,7 +156,7 @@ def stage_keys(stages: list[Stage]) -> dict[str, str]:
     """The key of every stage: SHA-256 of (name, params, code version, keys of its dependencies)."""
     keys = {}
     for s in _toposort(stages):
-        payload = {"name": s.name, "params": s.params, "code": code_version(), "deps": {d: keys[d] for d in s.deps}}
+        payload = {"name": s.name, "params": s.params, "code": code_version(s.code), "deps": {d: keys[d] for d in s.deps}}
         keys[s.name] = hashlib.sha256(_canonical(payload).encode()).hexdigest()
     return keys
 
@@ -221,7 +236,8 @@ def _execute(stage: Stage, out: str, key: str, upstream: dict, force: bool, prog
     try:
         summary = stage.func(ctx)
         record = {"stage": stage.name, "key": key, "params": stage.params, "deps": list(stage.deps),
-                  "upstream_keys": {d: upstream[d]["key"] for d in stage.deps}, "code_version": code_version(),
+                  "upstream_keys": {d: upstream[d]["key"] for d in stage.deps}, "code_version": code_version(stage.code),
+                  "code_files": list(stage.code) or "all",
                   "provenance": prov, "process": {"host": platform.node(), "pid": os.getpid()},
                   "wall_seconds": time.perf_counter() - t0, "summary": summary or {},
                   "files": _file_hashes(tmp)}

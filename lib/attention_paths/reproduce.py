@@ -38,6 +38,12 @@ from .pipeline import Stage, StageContext
 __all__ = ["reproduction_stages", "results_dir", "load_stage_result", "result_or_compute", "trained_network"]
 
 
+# The expensive, stable stages are keyed by the code they run only (an edit elsewhere in the package does
+# not retrain the network); every other stage by the whole package.
+DATA_CODE = ("config.py", "io.py", "omniglot.py", "progress.py", "reproduce.py")
+TRAIN_CODE = DATA_CODE + ("attention.py", "incontext.py", "training.py")
+
+
 def _tau_name(tau: float) -> str:
     return f"grid-tau{tau:g}"
 
@@ -238,9 +244,9 @@ def reproduction_stages(scale: str | None = None, *, network: str | None = None,
                      gpu=True) for N in cfg["sampling"]["widths"]]
     common = {"scale": scale, "network": network}
     stages = [
-        Stage("data", stage_data, {"datasets": ["omniglot", "MNIST", "FashionMNIST"]}),
+        Stage("data", stage_data, {"datasets": ["omniglot", "MNIST", "FashionMNIST"]}, code=DATA_CODE),
         Stage("train", stage_train, {"network": network, "retrain": retrain, "committed_sha256": committed_sha},
-              deps=("data",), gpu=True),
+              deps=("data",), gpu=True, code=TRAIN_CODE),
         Stage("export", stage_export, {"config": extract_cfg}, deps=("train",)),
         *grids, *samples,
         Stage("omniglot-theory", stage_oneshot, dict(common, config=cfg),
@@ -320,7 +326,8 @@ def result_or_compute(stage: str, compute, scale: str | None = None):
     if record["params"].get("scale") != scale:
         raise ValueError(f"REPRO_RESULTS stage {stage!r} was computed at scale {record['params'].get('scale')!r}, "
                          f"this build is at REPRO_SCALE={scale!r}; set REPRO_SCALE to match")
-    if record["code_version"] != code_version():
+    files = record.get("code_files")
+    if record["code_version"] != code_version(tuple(files) if isinstance(files, list) else None):
         raise ValueError(f"REPRO_RESULTS stage {stage!r} was computed by other code (code version "
                          f"{record['code_version'][:12]}, this is {code_version()[:12]}); rerun the stage with "
                          "this code or check out the commit that made it")
