@@ -2,6 +2,7 @@
 import itertools
 
 import numpy as np
+import torch
 import pytest
 
 import attention_paths as ap
@@ -109,3 +110,28 @@ def test_class_block_contrast():
     assert abs(ap.predictor.class_block_contrast(Z @ Z.T, yr)) < 0.1  # label-independent kernel: no blocks
     with pytest.raises(ValueError, match="two classes"):
         ap.predictor.class_block_contrast(np.eye(3), np.ones(3))
+
+
+def test_torch_device_path_equals_numpy_and_solves_the_same(monkeypatch):
+    """The torch path of the low-rank kernel (a GPU when there is one) is the numpy one, in float64."""
+    x, y, layers, r, feats = random_instance((2, 2), P=30, n0=20, seed=4)
+    U = random_spd(4, np.random.default_rng(4))
+    M = np.random.default_rng(5).standard_normal((30, 30)); M = M + M.T
+    ref = ap.PathKernel(feats, mode="lowrank")
+    tk = ap.PathKernel(feats, mode="lowrank", device="cpu")  # torch on the CPU: same code as on a GPU
+    assert ref.device is None and str(tk.device) == "cpu"
+    np.testing.assert_allclose(tk.kernel(U), ref.kernel(U), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(tk.contract(M), ref.contract(M), rtol=1e-12, atol=1e-13)
+    assert tk.kernel(U).dtype == np.float64
+    arch = ap.Architecture.uniform((2, 2), 20)
+    a, b = ap.solve(ap.Action(ref, y, 0.2, arch)), ap.solve(ap.Action(tk, y, 0.2, arch))
+    np.testing.assert_allclose(a.U, b.U, rtol=1e-8, atol=1e-10)
+    monkeypatch.setenv("ATTENTION_PATHS_DEVICE", "cpu")
+    assert str(ap.PathKernel(feats, mode="lowrank").device) == "cpu"
+    assert ap.PathKernel(feats, mode="gram").device is None  # the Gram form stays in numpy
+    with pytest.raises(ValueError, match="unknown device"):
+        ap.PathKernel(feats, mode="lowrank", device="tpu-ish")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA GPU"):
+            ap.PathKernel(feats, mode="lowrank", device="cuda")
+        assert ap.PathKernel(feats, mode="lowrank", device="auto").device is None  # falls back to numpy

@@ -29,6 +29,10 @@ def main(argv=None) -> int:
     parser.add_argument("--no-sample", action="store_true", help="omniglot-theory: skip posterior sampling")
     parser.add_argument("--sampling", default=None, metavar="CHAINS,WARMUP,SAMPLES",
                         help="omniglot-theory: override the scale's sampling budget, e.g. 2,100,100")
+    parser.add_argument("--device", default="auto",
+                        help="where the theory's low-rank kernel products run: auto (a CUDA GPU through torch when "
+                             "there is one), numpy, or a torch device; sets ATTENTION_PATHS_DEVICE (sampling uses "
+                             "JAX's default device, training torch's GPU when there is one)")
     rp = parser.add_argument_group("reproduce")
     rp.add_argument("--workers", type=int, default=1,
                     help="reproduce: run independent stages on a local Dask cluster of this many worker processes "
@@ -41,6 +45,7 @@ def main(argv=None) -> int:
     rp.add_argument("--retrain", action="store_true",
                     help="reproduce: train the network even when a committed checkpoint exists")
     args = parser.parse_args(argv)
+    os.environ.setdefault("ATTENTION_PATHS_DEVICE", args.device)
     n_dev = args.cpu_devices or min(os.cpu_count() or 1, 8)
     if "jax" not in sys.modules and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +

@@ -75,6 +75,26 @@ def gp_kernel(Xa, Xb=None, prefactor: float = 1.0) -> np.ndarray:
     return renormalized_kernel(prefactor * np.eye(Xa.shape[2]), Xa, Xb)
 
 
+def _torch_device(device):
+    """The torch device of a :class:`PathKernel`, or ``None`` for numpy (see its ``device`` argument)."""
+    import os
+
+    device = device if device is not None else (os.environ.get("ATTENTION_PATHS_DEVICE", "").strip() or None)
+    if device is None or device == "numpy":
+        return None
+    import torch
+
+    if device == "auto":
+        return torch.device("cuda") if torch.cuda.is_available() else None
+    try:
+        dev = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"unknown device {device!r} for the path kernel ({err})") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for, but torch sees no CUDA GPU")
+    return dev
+
+
 class PathKernel:
     """Training-set path kernels with fast contractions.
 
@@ -87,9 +107,14 @@ class PathKernel:
     features : [P, N0, Pi] scaled path features
     mode : ``'auto'``, ``'gram'`` or ``'lowrank'``
     max_gram_bytes : memory limit for the Gram tensor in ``'auto'`` mode
+    device : where the low-rank products (the cost that grows as ``P^2 N0 Pi``) run: ``None`` (default)
+        numpy on the CPU; ``'auto'`` a CUDA GPU through torch when there is one (else numpy), or any torch
+        device such as ``'cuda:0'`` or ``'cpu'``.  Always float64; inputs and results stay numpy arrays.
+        Also set by the environment variable ``ATTENTION_PATHS_DEVICE``.
     """
 
-    def __init__(self, features, mode: str = "auto", max_gram_bytes: float = DEFAULT_GRAM_BYTES):
+    def __init__(self, features, mode: str = "auto", max_gram_bytes: float = DEFAULT_GRAM_BYTES,
+                 device: str | None = None):
         X = _check_features(features)
         self.X = np.ascontiguousarray(X)
         self.P, self.N0, self.n_paths = X.shape
@@ -104,6 +129,31 @@ class PathKernel:
             raise ValueError(f"mode must be 'auto', 'gram' or 'lowrank', got {mode!r}")
         self.mode = mode
         self._packed = self._pack_gram() if mode == "gram" else None
+        self.device = _torch_device(device) if mode == "lowrank" else None
+        if self.device is not None:
+            import torch
+
+            self._Xf_t = torch.as_tensor(self._Xf, dtype=torch.float64, device=self.device)
+
+    def _lowrank_kernel(self, U) -> np.ndarray:
+        if self.device is None:
+            XU = (self._Xr @ U.T).reshape(self.P, -1)  # Xi[q, i, :] U^T, as one GEMM
+            return self._Xf @ XU.T
+        import torch
+
+        Ut = torch.as_tensor(U, dtype=torch.float64, device=self.device)
+        XU = (self._Xf_t.reshape(-1, self.n_paths) @ Ut.T).reshape(self.P, -1)
+        return (self._Xf_t @ XU.T).cpu().numpy()
+
+    def _lowrank_contract(self, M) -> np.ndarray:
+        if self.device is None:
+            MX = (M @ self._Xf).reshape(-1, self.n_paths)
+            return self._Xr.T @ MX
+        import torch
+
+        Mt = torch.as_tensor(np.ascontiguousarray(M), dtype=torch.float64, device=self.device)
+        MX = (Mt @ self._Xf_t).reshape(-1, self.n_paths)
+        return (self._Xf_t.reshape(-1, self.n_paths).T @ MX).cpu().numpy()
 
     def _pack_gram(self) -> np.ndarray:
         """The Gram tensor reduced by its two symmetries, [Pi (Pi + 1) / 2, P (P + 1) / 2].
@@ -136,8 +186,7 @@ class PathKernel:
             il = np.tril_indices(self.P, -1)
             K[il] = K.T[il]
             return K
-        XU = (self._Xr @ U.T).reshape(self.P, -1)  # Xi[q, i, :] U^T, as one GEMM
-        return self._Xf @ XU.T
+        return self._lowrank_kernel(U)
 
     def contract(self, M) -> np.ndarray:
         """``G[pi, pi'] = sum_{pq} M_pq C^{pi pi'}_{pq}`` for a symmetric [P, P] matrix ``M`` -> [Pi, Pi]."""
@@ -151,8 +200,7 @@ class PathKernel:
             off = self._pairs[0] != self._pairs[1]
             G[self._pairs[0][off], self._pairs[1][off]] *= 0.5  # rows pi < pi' hold C^{pi pi'} + C^{pi' pi}
             return np.triu(G) + np.triu(G, 1).T
-        MX = (M @ self._Xf).reshape(-1, self.n_paths)
-        return self._Xr.T @ MX
+        return self._lowrank_contract(M)
 
     def feature_gram(self, M) -> np.ndarray:
         """``Q = Xi_f^T M Xi_f`` reshaped to [N0, Pi, N0, Pi] (used by the energy Hessian)."""
