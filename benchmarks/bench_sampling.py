@@ -46,11 +46,15 @@ def main():
     parser.add_argument("--samples", type=int, default=500)
     parser.add_argument("--problems", default="markov,image")
     parser.add_argument("--samplers", default="rb,full")
+    parser.add_argument("--max-tree-depth", type=int, default=10, help="NUTS tree-depth cap (default 10)")
+    parser.add_argument("--target-accept", type=float, default=0.8, help="NUTS target acceptance (default 0.8)")
     args = parser.parse_args()
-    cfg = sp.SamplerConfig(num_warmup=args.warmup, num_samples=args.samples, num_chains=args.chains, seed=0)
-    print(f"# sampler benchmark, {platform.machine()}, {args.chains} chains x ({args.warmup}+{args.samples})")
+    cfg = sp.SamplerConfig(num_warmup=args.warmup, num_samples=args.samples, num_chains=args.chains, seed=0,
+                           max_tree_depth=args.max_tree_depth, target_accept=args.target_accept)
+    print(f"# sampler benchmark, {platform.machine()}, {args.chains} chains x ({args.warmup}+{args.samples}), "
+          f"max tree depth {args.max_tree_depth}, target acceptance {args.target_accept}")
     print(f"{'problem':<8} {'sampler':<14} {'params':>7} {'time [s]':>9} {'ESS min':>8} {'ESS med':>8} "
-          f"{'ESS/s min':>9} {'ESS/s med':>9} {'div':>4} {'R-hat':>6}", flush=True)
+          f"{'ESS/s min':>9} {'ESS/s med':>9} {'div':>4} {'R-hat':>6} {'steps':>6}", flush=True)
     for name in args.problems.split(","):
         pr = problem(name)
         arch = ap.Architecture.uniform(pr["heads"], 10)
@@ -65,7 +69,7 @@ def main():
             print(f"{name:<8} {s.kind:<14} {s.settings['n_parameters']:7d} {s.wall_seconds:9.1f} "
                   f"{d['ess_bulk_U_min']:8.0f} {d['ess_bulk_U_median']:8.0f} "
                   f"{d['ess_bulk_U_min'] / s.wall_seconds:9.2f} {d['ess_bulk_U_median'] / s.wall_seconds:9.2f} "
-                  f"{d['divergences']:4d} {d['rhat_U_max']:6.3f}", flush=True)
+                  f"{d['divergences']:4d} {d['rhat_U_max']:6.3f} {d['mean_tree_steps']:6.1f}", flush=True)
 
 
 if __name__ == "__main__":

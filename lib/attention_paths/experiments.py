@@ -89,6 +89,12 @@ def reproducibility_report(scale: str | None = None, seeds: dict | None = None, 
     lines.append(f"devices            {dev}; {p['machine']}, {p['platform']}")
     lines.append("dtype              float64 for the theory, kernels and sampling; float32 (CPU) or float16 "
                  "autocast (GPU) for training")
+    import os
+
+    results = os.environ.get("REPRO_RESULTS", "").strip()
+    lines.append("results            " + (f"loaded from REPRO_RESULTS={results} (the stage records printed above "
+                                          "say where and when each was computed)" if results
+                                          else "computed in this build"))
     lines.append(f"built              {p['time_utc']}")
     return "\n".join(lines)
 

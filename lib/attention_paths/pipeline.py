@@ -52,13 +52,21 @@ _PACKAGE = Path(__file__).resolve().parent
 class Stage:
     """One named step.
 
-    name : folder name of the output, ``[A-Za-z0-9._-]+``
-    func : ``func(ctx: StageContext) -> dict | None``; a module-level function (workers import it); it
+    Attributes
+    ----------
+    name : str
+        folder name of the output, ``[A-Za-z0-9._-]+``
+    func : callable
+        ``func(ctx: StageContext) -> dict | None``; a module-level function (workers import it); it
         writes its files under ``ctx.out`` and may return a small JSON-able summary kept in the record
-    params : settings (JSON-able); they enter the key and reach ``func`` as ``ctx.params``
-    deps : names of the stages whose outputs ``func`` reads (``ctx.inputs[name]`` is that folder)
-    gpu : True when the stage should run on a worker with a GPU, where there is one
-    code : the package's source files (e.g. ``("training.py", "incontext.py")``) whose content enters the
+    params : dict
+        settings (JSON-able); they enter the key and reach ``func`` as ``ctx.params``
+    deps : tuple of str
+        names of the stages whose outputs ``func`` reads (``ctx.inputs[name]`` is that folder)
+    gpu : bool
+        True when the stage should run on a worker with a GPU, where there is one
+    code : tuple of str
+        the package's source files (e.g. ``("training.py", "incontext.py")``) whose content enters the
         key; empty (default): every file, so that any code change reruns the stage.  Give a list only for
         expensive stages whose code is stable (training), and list everything they import from the package.
     """
@@ -258,11 +266,16 @@ def run_pipeline(stages: Iterable[Stage], out, *, client=None, force: Iterable[s
                  progress: bool = True) -> dict[str, dict]:
     """Run ``stages`` into ``out/<stage>/``, skipping those already done; returns {name: result}.
 
-    client : a :class:`distributed.Client` to run on its workers; ``None`` runs serially on Dask's
-        synchronous scheduler in this process
-    force : names of stages to recompute even when done (their dependants follow, their keys unchanged,
-        so they are skipped unless also forced or invalid)
-    only : run just these stages and what they need (default: all)
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        runs the stages on its workers; ``None`` runs serially on Dask's synchronous scheduler in this
+        process
+    force : iterable of str
+        names of stages to recompute even when done (their dependants keep their keys, so they are
+        skipped unless also forced or invalid)
+    only : iterable of str, optional
+        run just these stages and what they need (default: all)
 
     Each result is ``{"name", "key", "status": "ran"|"skipped", ...}``.  A failing stage raises (its
     dependants do not run; finished stages stay on disk and are skipped next time).

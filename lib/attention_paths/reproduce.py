@@ -1,25 +1,20 @@
 """Every experiment of the book as stages of one pipeline: ``python -m attention_paths reproduce``.
 
-Stages (:func:`reproduction_stages`) and what each writes under ``OUT/<stage>/``:
+Stages (:func:`reproduction_stages`), what each reads, and what it writes under ``OUT/<stage>/``:
 
-=====================  =======================  ==============================================================
-stage                  reads                    writes
-=====================  =======================  ==============================================================
-``data``               the dataset root         ``datasets.json``: the prepared Omniglot splits, MNIST and
-                                                FashionMNIST test sets (sizes and content hashes)
-``train``              ``data``                 ``model.pt`` + ``record.json``: the trained network (the
-                                                committed checkpoint when there is one, else trained here,
-                                                resumable from ``OUT/_work/train``; GPU)
-``export``             ``train``                ``oneshot_data.npz`` (path features, targets and network
-                                                outputs of every set), ``qk.npz`` (query/key weights)
-``grid-tau<t>``        ``export``               one column of the widths x temperatures theory grid
-``sample-N<n>``        ``export``               Rao-Blackwellised posterior samples at width ``n`` (GPU)
-``omniglot-theory``    the above                ``summary.json`` + ``arrays.npz`` (as the CLI experiment)
-``pruning``            ``train``, ``export``,   ``summary.json`` + ``arrays.npz``
-                       grids
-``theory``,            --                       ``summary.json`` + ``arrays.npz`` of the Theory,
-``posterior``, ``hmc``                          posterior-check and hidden-Markov-chain experiments
-=====================  =======================  ==============================================================
+* ``data`` (the dataset root): ``datasets.json``, the prepared Omniglot splits, MNIST and FashionMNIST
+  test sets (sizes and content hashes);
+* ``train`` (``data``): ``model.pt`` + ``record.json``, the trained network (the committed checkpoint when
+  there is one, else trained here, resumable from ``OUT/_work/train``; GPU);
+* ``export`` (``train``): ``oneshot_data.npz`` (path features, targets and network outputs of every set)
+  and ``qk.npz`` (query/key weights);
+* ``grid-tau<t>`` (``export``): one temperature column of the widths x temperatures theory grid;
+* ``sample-N<n>`` (``export``): Rao-Blackwellised posterior samples at width ``n`` (GPU);
+* ``omniglot-theory`` (all of the above): ``summary.json`` + ``arrays.npz`` as the CLI experiment, and
+  ``result.pkl``, the chapter's result;
+* ``pruning`` (``train``, ``export``, the grid): ``summary.json``, ``arrays.npz``, ``result.pkl``;
+* ``theory``, ``posterior``, ``hmc`` (nothing): the same three files for the Theory, posterior-check
+  and hidden-Markov-chain experiments.
 
 The temperature columns of the grid and the sampling widths are independent stages, so they run in
 parallel on a Dask cluster.  See :mod:`attention_paths.pipeline` for skipping, invalidation and atomicity.
@@ -218,10 +213,15 @@ def reproduction_stages(scale: str | None = None, *, network: str | None = None,
                         sampling: dict | None = None) -> list[Stage]:
     """The stages that regenerate every result of the book at ``scale``.
 
-    network : the trained network the Omniglot stages use (default: the scale's own; ``"quick"`` with
+    Parameters
+    ----------
+    network : str, optional
+        the trained network the Omniglot stages use (default: the scale's own; ``"quick"`` with
         ``scale="paper"`` gives the paper-size theory on the committed CPU-trained network)
-    retrain : train even when a committed checkpoint exists
-    sampling : overrides of the sampler budget (``num_chains``, ``num_warmup``, ``num_samples``)
+    retrain : bool
+        train even when a committed checkpoint exists
+    sampling : dict, optional
+        overrides of the sampler budget (``num_chains``, ``num_warmup``, ``num_samples``)
     """
     from .config import get_scale
     from .oneshot import ONESHOT_EXPERIMENT
