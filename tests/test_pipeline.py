@@ -287,3 +287,20 @@ def test_readorder_extension_moves_pages_last():
     docs = ["book/api", "book/figure_map", "book/hmc", "book/theory"]
     mod._reorder(SimpleNamespace(config=SimpleNamespace(read_last=["book/figure_map", "book/absent"])), None, docs)
     assert docs == ["book/api", "book/hmc", "book/theory", "book/figure_map"]
+
+
+def test_stored_hmc_result_keeps_the_headline_task_whole():
+    from attention_paths.hmc import HMCTask
+    from attention_paths.reproduce import _slim_hmc
+
+    def task():
+        z = np.zeros((3, 2))
+        return HMCTask("main", np.ones((4, 5, 6)), z, np.ones((7, 5, 6)), z, [], z, ("g",), z, z, z, z)
+
+    res = {"sets": [{"k": k, "main": task(), "noisy": task(), "sweep": {"accuracy": [k]}} for k in range(3)],
+           "config": {}}
+    slim = _slim_hmc(res)
+    assert slim["sets"][0]["main"].x_test.shape == (7, 5, 6)  # the chapter's data figure uses it
+    assert all(s["main"].x_test.size == 0 and s["noisy"].x_train.size == 0 for s in slim["sets"][1:])
+    assert [s["sweep"] for s in slim["sets"]] == [s["sweep"] for s in res["sets"]]
+    assert res["sets"][1]["main"].x_test.shape == (7, 5, 6)  # the live result is untouched
