@@ -267,9 +267,10 @@ def test_claim_records_feed_the_map(tmp_path, monkeypatch):
     assert list(records) == ["demo"] and records["demo"]["expected_failures"] == {"A2": "known"}
     table = cl.claims_markdown(records, {"demo": "Demo", "other": "Other"})
     lines = table.splitlines()
-    assert "| Demo | A1: x grows | **agrees** |" in lines[2]
-    assert "A2: y \\| z | known deviation" in lines[3] and "**FAILS**" in lines[4]
-    assert "| Other | — | not computed yet" in table and "stale" not in table
+    assert lines[0].startswith("**Demo**: computed ") and lines[2] == "| claim | computed | numbers |"
+    assert lines[4] == "| A1: x grows | **agrees** | x: 1 -> 2 |"
+    assert "A2: y \\| z | known deviation" in lines[5] and "**FAILS**" in lines[6]
+    assert "**Other**: not computed yet" in table and "stale" not in table
     _edit_code(monkeypatch)
     assert "stale" in cl.claims_markdown(records, {"demo": "Demo"})
     (tmp_path / "quick" / "broken.json").write_text("{")

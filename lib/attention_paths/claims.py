@@ -87,27 +87,29 @@ def _status(claim: dict, expected: dict) -> str:
 
 
 def claims_markdown(records: dict[str, dict], chapters: dict[str, str], detail_width: int = 160) -> str:
-    """A Markdown table of recorded claims: chapter, claim, computed status, the numbers behind it, and when
-    and by which code they were computed.  ``chapters`` maps chapter names to MyST references."""
+    """Markdown: per chapter, when and by which code its claims were computed, then a table of the claims
+    with their computed status and the numbers behind it.  ``chapters`` maps chapter names to MyST
+    references (the headings)."""
     from .pipeline import code_version
 
-    rows = ["| chapter | claim | computed | numbers |", "|---|---|---|---|"]
-    notes = []
+    blocks = []
     for chapter, ref in chapters.items():
         rec = records.get(chapter)
         if rec is None:
-            rows.append(f"| {ref} | — | not computed yet (build or run the chapter) | |")
+            blocks.append(f"**{ref}**: not computed yet (build or run the chapter).")
             continue
         if "error" in rec:
-            rows.append(f"| {ref} | — | {rec['error']} | |")
+            blocks.append(f"**{ref}**: {rec['error']}.")
             continue
         prov = rec.get("provenance", {})
         stale = rec.get("code_version") != code_version()
-        notes.append(f"{ref}: computed {prov.get('time_utc', '?')}, commit {(prov.get('git_commit') or '?')[:10]}"
-                     + (" — **by other code than this build's (stale)**" if stale else ""))
+        head = (f"**{ref}**: computed {prov.get('time_utc', '?')}, commit {(prov.get('git_commit') or '?')[:10]}"
+                + (", **by other code than this build's (stale)**" if stale else ""))
+        rows = ["| claim | computed | numbers |", "|---|---|---|"]
         for c in rec["claims"]:
             detail = c["detail"] if len(c["detail"]) <= detail_width else c["detail"][: detail_width - 1] + "…"
             text = c["claim"].replace("|", "\\|")
-            rows.append(f"| {ref} | {c['id']}: {text} | {_status(c, rec.get('expected_failures', {}))} | "
+            rows.append(f"| {c['id']}: {text} | {_status(c, rec.get('expected_failures', {}))} | "
                         f"{detail.replace('|', '/')} |")
-    return "\n".join(rows) + ("\n\n" + "; ".join(notes) + "." if notes else "")
+        blocks.append(head + "\n\n" + "\n".join(rows))
+    return "\n\n".join(blocks)

@@ -277,7 +277,7 @@ def run_pipeline(stages: Iterable[Stage], out, *, client=None, force: Iterable[s
     only : iterable of str, optional
         run just these stages and what they need (default: all)
 
-    Each result is ``{"name", "key", "status": "ran"|"skipped", ...}``.  A failing stage raises (its
+    Each result is a dict with ``name``, ``key`` and ``status`` (``"ran"`` or ``"skipped"``).  A failing stage raises (its
     dependants do not run; finished stages stay on disk and are skipped next time).
     """
     import dask
