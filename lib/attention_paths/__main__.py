@@ -63,14 +63,7 @@ def main(argv=None) -> int:
         print(summary_table(summary))
         print(f"wrote {out}/summary.json, {out}/last.pt and {out}/best.pt", file=sys.stderr)
         return 0
-    budget = None
-    if args.sampling:
-        try:
-            budget = dict(zip(("num_chains", "num_warmup", "num_samples"), (int(v) for v in args.sampling.split(","))))
-        except ValueError:
-            parser.error(f"--sampling must be CHAINS,WARMUP,SAMPLES (integers), got {args.sampling!r}")
-        if len(budget) != 3:
-            parser.error(f"--sampling must be CHAINS,WARMUP,SAMPLES, got {args.sampling!r}")
+    budget = _sampling_budget(args, parser)
     options = {"omniglot-theory": {"network": args.network, "sample": not args.no_sample, "budget": budget},
                "pruning": {"network": args.network}}.get(args.experiment, {})
     summary = run_experiment(args.experiment, scale, out, progress=not args.quiet, save_samples=args.save_samples,
@@ -82,16 +75,24 @@ def main(argv=None) -> int:
     return 0
 
 
+def _sampling_budget(args, parser) -> dict | None:
+    """``--sampling CHAINS,WARMUP,SAMPLES`` as sampler settings, or ``None``."""
+    if not args.sampling:
+        return None
+    try:
+        budget = dict(zip(("num_chains", "num_warmup", "num_samples"), (int(v) for v in args.sampling.split(","))))
+    except ValueError:
+        parser.error(f"--sampling must be CHAINS,WARMUP,SAMPLES (integers), got {args.sampling!r}")
+    if len(budget) != 3 or len(args.sampling.split(",")) != 3:
+        parser.error(f"--sampling must be CHAINS,WARMUP,SAMPLES, got {args.sampling!r}")
+    return budget
+
+
 def _reproduce(args, scale, out, parser) -> int:
     from .pipeline import run_pipeline, status_table
     from .reproduce import reproduction_stages
 
-    budget = None
-    if args.sampling:
-        try:
-            budget = dict(zip(("num_chains", "num_warmup", "num_samples"), (int(v) for v in args.sampling.split(","))))
-        except ValueError:
-            parser.error(f"--sampling must be CHAINS,WARMUP,SAMPLES (integers), got {args.sampling!r}")
+    budget = _sampling_budget(args, parser)
     stages = reproduction_stages(scale, network=args.network, retrain=args.retrain, sampling=budget)
     if args.status:
         print(status_table(stages, out))
