@@ -46,7 +46,8 @@ def main():
     parser.add_argument("--samples", type=int, default=500)
     parser.add_argument("--problems", default="markov,image")
     parser.add_argument("--samplers", default="rb,full")
-    parser.add_argument("--max-tree-depth", type=int, default=10, help="NUTS tree-depth cap (default 10)")
+    parser.add_argument("--max-tree-depth", type=int, default=None,
+                        help="NUTS tree-depth cap (default: the sampler's own, 5 Rao-Blackwellised, 10 full)")
     parser.add_argument("--target-accept", type=float, default=0.8, help="NUTS target acceptance (default 0.8)")
     args = parser.parse_args()
     cfg = sp.SamplerConfig(num_warmup=args.warmup, num_samples=args.samples, num_chains=args.chains, seed=0,

@@ -79,7 +79,7 @@ def case_single(P, heads, N=10, tau=0.5, restarts=1, label=None, target=""):
                 iters=res.n_iter, grad=res.grad_max, target=target)
 
 
-def case_eval(P, heads, n0=192, N=100, tau=0.5, repeats=3):
+def case_eval(P, heads, n0=192, N=100, tau=0.5, repeats=2, mode="lowrank"):
     """Set-up (kernel) and per-evaluation cost of the action and gradient at the GP point."""
     feats, y = make_features(P, n0, 48, heads, "QK", "mean")
     arch = ap.Architecture.uniform(heads, N)
@@ -87,7 +87,7 @@ def case_eval(P, heads, n0=192, N=100, tau=0.5, repeats=3):
 
     def run():
         t0 = time.perf_counter()
-        k = ap.PathKernel(feats)
+        k = ap.PathKernel(feats, mode=mode)
         act = ap.Action(k, y, tau, arch)
         t_setup = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -104,19 +104,22 @@ def scaling():
           "one action+gradient evaluation at the GP point, N=100, tau=0.5")
     print(f"{'grow':<6} {'P':>6} {'paths':>5} {'N0':>4} {'form':<8} {'set-up [s]':>10} {'eval [s]':>9} "
           f"{'peak [MiB]':>11}", flush=True)
-    groups = {"P": [case_eval(P, (4, 4)) for P in (600, 1250, 2500, 5000, 10000)],
+    # each group in one kernel form (the low-rank one, which every size fits), so the slopes are those of
+    # the form; the Gram form, faster where it fits in memory, is shown for the smaller P
+    groups = {"P": [case_eval(P, (4, 4)) for P in (625, 1250, 2500, 5000, 10000)],
+              "P/gram": [case_eval(P, (4, 4), mode="gram") for P in (300, 625, 1250)],
               "paths": [case_eval(600, h) for h in ((2, 2), (4, 2), (4, 4), (8, 4), (8, 8))],
               "N0": [case_eval(600, (4, 4), n0=n0) for n0 in (96, 192, 384, 768)]}
     for grow, rows in groups.items():
         for r in rows:
             print(f"{grow:<6} {r['P']:6d} {r['paths']:5d} {r['n0']:4d} {r['mode']:<8} {r['setup']:10.2f} "
                   f"{r['eval']:9.3f} {r['peak_MiB']:11.1f}", flush=True)
-    print("# log-log slopes (cost ~ x^slope), fitted over each group")
-    key = {"P": "P", "paths": "paths", "N0": "n0"}
+    print("# log-log slopes (cost ~ x^slope) of one evaluation and of peak memory, fitted over each group")
+    key = {"P": "P", "P/gram": "P", "paths": "paths", "N0": "n0"}
     for grow, rows in groups.items():
         x = np.log([r[key[grow]] for r in rows])
-        fit = {c: np.polyfit(x, np.log([max(r[c], 1e-9) for r in rows]), 1)[0] for c in ("setup", "eval", "peak_MiB")}
-        print(f"{grow:<6} set-up {fit['setup']:5.2f}   eval {fit['eval']:5.2f}   memory {fit['peak_MiB']:5.2f}")
+        fit = {c: np.polyfit(x, np.log([max(r[c], 1e-9) for r in rows]), 1)[0] for c in ("eval", "peak_MiB")}
+        print(f"{grow:<6} eval {fit['eval']:5.2f}   memory {fit['peak_MiB']:5.2f}")
 
 
 def main():

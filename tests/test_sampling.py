@@ -45,7 +45,8 @@ def runs():
 
 @pytest.mark.slow
 def test_samplers_are_converged(runs):
-    for smp in runs.values():
+    for (_, kind), smp in runs.items():
+        assert smp.settings["sampler"]["max_tree_depth"] == (5 if kind == "rb" else 10)  # the recorded default
         d = smp.diagnostics
         assert d["divergences"] == 0
         assert d["rhat_U_max"] < 1.05 and d["rhat_outputs_max"] < 1.05
@@ -184,6 +185,8 @@ def test_bad_inputs_raise_clear_errors(tmp_path):
         sp.SamplerConfig(num_samples=0)
     with pytest.raises(ValueError, match="chain_method"):
         sp.SamplerConfig(chain_method="threads")
+    with pytest.raises(ValueError, match="max_tree_depth"):
+        sp.SamplerConfig(max_tree_depth=0)
     with pytest.raises(ValueError, match="tau"):
         sp.sample_rao_blackwell(prob.features_train, prob.y_train, 0.0, arch, prob.features_test)
     with pytest.raises(ValueError, match="targets"):
