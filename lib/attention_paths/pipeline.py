@@ -6,9 +6,10 @@ names of the stages whose outputs it reads (``deps``).  :func:`run_pipeline` run
 
 * **Skipping.**  Each stage has a *key*: the SHA-256 of its name, settings, the code version of the
   package (:func:`code_version`, a hash of every source file, so an uncommitted edit counts) and the keys
-  of the stages it depends on.  A stage whose folder holds a record with the same key, and whose files
-  all match the sizes and SHA-256 in that record, is skipped; any change upstream changes the key
-  downstream and the stage runs again.
+  of the stages it depends on.  A stage whose folder holds a record with the same key, whose files all
+  match the sizes and SHA-256 in that record, and whose inputs are still the outputs it was computed from
+  (their content hashes are recorded), is skipped; any change upstream — of settings, code or, after a
+  forced or nondeterministic recomputation, of the output itself — reruns the stages below it.
 * **Atomic outputs.**  A stage writes into a temporary folder next to its final one; the record
   (``_stage.json``: key, settings, code version, file hashes, provenance, wall time) is written last,
   and the folder is renamed into place.  An interrupted run leaves no final folder, only a temporary one
@@ -225,10 +226,15 @@ def _execute(stage: Stage, out: str, key: str, upstream: dict, force: bool, prog
 
     out = Path(out)
     final = out / stage.name
+    inputs = {d: upstream[d]["content"] for d in stage.deps}  # what the upstream stages hold now
     state, reason = stage_state(final, key)
+    if state == "done":
+        recorded = json.loads((final / RECORD).read_text()).get("upstream_content")
+        if recorded != inputs:  # an upstream stage was recomputed with other results (forced, nondeterministic)
+            state, reason = "stale", "an upstream stage's output changed"
     if state == "done" and not force:
         _log(f"{stage.name}: skipped ({reason})", progress)
-        return {"name": stage.name, "key": key, "status": "skipped"}
+        return {"name": stage.name, "key": key, "status": "skipped", "content": _content(final)}
     if state in ("stale", "corrupt"):
         _log(f"{stage.name}: {state} ({reason}); recomputing", progress)
     for stale_tmp in out.glob(f".{stage.name}.tmp-*"):  # left by an interrupted run
@@ -244,7 +250,8 @@ def _execute(stage: Stage, out: str, key: str, upstream: dict, force: bool, prog
     try:
         summary = stage.func(ctx)
         record = {"stage": stage.name, "key": key, "params": stage.params, "deps": list(stage.deps),
-                  "upstream_keys": {d: upstream[d]["key"] for d in stage.deps}, "code_version": code_version(stage.code),
+                  "upstream_keys": {d: upstream[d]["key"] for d in stage.deps}, "upstream_content": inputs,
+                  "code_version": code_version(stage.code),
                   "code_files": list(stage.code) or "all",
                   "provenance": prov, "process": {"host": platform.node(), "pid": os.getpid()},
                   "wall_seconds": time.perf_counter() - t0, "summary": summary or {},
@@ -259,7 +266,14 @@ def _execute(stage: Stage, out: str, key: str, upstream: dict, force: bool, prog
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     _log(f"{stage.name}: done in {record['wall_seconds']:.1f} s", progress)
-    return {"name": stage.name, "key": key, "status": "ran", "wall_seconds": record["wall_seconds"]}
+    return {"name": stage.name, "key": key, "status": "ran", "wall_seconds": record["wall_seconds"],
+            "content": _content(final)}
+
+
+def _content(folder: Path) -> str:
+    """SHA-256 of a finished stage's file list (names, sizes and hashes from its record)."""
+    files = json.loads((folder / RECORD).read_text())["files"]
+    return hashlib.sha256(_canonical(files).encode()).hexdigest()
 
 
 def run_pipeline(stages: Iterable[Stage], out, *, client=None, force: Iterable[str] = (), only: Iterable[str] | None = None,
@@ -272,8 +286,8 @@ def run_pipeline(stages: Iterable[Stage], out, *, client=None, force: Iterable[s
         runs the stages on its workers; ``None`` runs serially on Dask's synchronous scheduler in this
         process
     force : iterable of str
-        names of stages to recompute even when done (their dependants keep their keys, so they are
-        skipped unless also forced or invalid)
+        names of stages to recompute even when done; their dependants rerun when the recomputed output
+        differs (each record holds the content hashes of the outputs it was computed from)
     only : iterable of str, optional
         run just these stages and what they need (default: all)
 
@@ -338,7 +352,7 @@ def _toy_source(ctx: StageContext) -> dict:
 
     from .io import atomic_savez
 
-    rng = np.random.default_rng(ctx.params["seed"])
+    rng = np.random.default_rng(ctx.params["seed"])  # seed None: a nondeterministic stage (tests)
     atomic_savez(ctx.out / "x.npz", x=rng.standard_normal(ctx.params["n"]))
     return {"n": ctx.params["n"]}
 
