@@ -230,7 +230,7 @@ def _execute(stage: Stage, out: str, key: str, upstream: dict, force: bool, prog
     state, reason = stage_state(final, key)
     if state == "done":
         recorded = json.loads((final / RECORD).read_text()).get("upstream_content")
-        if recorded != inputs:  # an upstream stage was recomputed with other results (forced, nondeterministic)
+        if (recorded or {}) != inputs:  # an upstream stage was recomputed with other results (forced, nondeterministic)
             state, reason = "stale", "an upstream stage's output changed"
     if state == "done" and not force:
         _log(f"{stage.name}: skipped ({reason})", progress)
