@@ -35,7 +35,6 @@ import numpy as np
 from .action import Action
 from .architecture import Architecture
 from .attention import WFormHeads, readout_vector
-from .claims import format_claims  # noqa: F401  (re-exported)
 from .config import get_scale
 from .kernels import PathKernel, gp_kernel, path_kernel, renormalized_kernel
 from .paths import path_features, path_inputs
@@ -48,7 +47,7 @@ __all__ = ["N_FEATURES", "N_STATES", "embeddings", "sample_states", "make_sequen
            "single_path_U", "subnetwork_U", "repeat_coordinate", "difference_order_parameter",
            "cross_weight_ratio", "difference_scan", "HMC_EXPERIMENT", "theory_sweep", "ablations", "seed_set_summary",
            "run_hmc", "sample_hmc", "hmc_claims", "load_hmc_run",
-           "format_sweep", "sampling_records", "format_sampling", "format_seed_sets", "format_claims"]
+           "format_sweep", "sampling_records", "format_sampling", "format_seed_sets"]
 
 N_FEATURES = 200  # feature width N_f
 N_STATES = 30  # state tokens per sequence (T = 31 with the BOS token)

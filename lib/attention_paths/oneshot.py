@@ -36,7 +36,6 @@ import torch
 
 from .action import Action
 from .architecture import Architecture
-from .claims import format_claims  # noqa: F401  (re-exported)
 from .config import get_scale
 from .kernels import PathKernel, gp_kernel, renormalized_kernel
 from .paths import path_features, path_inputs
@@ -47,8 +46,7 @@ from .solver import solve, solve_continuation
 
 __all__ = ["ONESHOT_EXPERIMENT", "EVAL_SETS", "OneShotData", "balanced_indices", "extract", "gd_order_parameter",
            "theory_grid", "gp_line", "select_temperatures", "panel", "sample_oneshot", "run_oneshot",
-           "oneshot_claims", "oneshot_summary", "load_oneshot_run", "format_grid", "format_selection",
-           "format_claims", "save_oneshot_data", "load_oneshot_data", "merge_grids"]
+           "oneshot_claims", "oneshot_summary", "load_oneshot_run", "format_grid", "format_selection", "save_oneshot_data", "load_oneshot_data", "merge_grids"]
 
 HEADS = (4, 4)
 EVAL_SETS = ("val", "test", "MNIST", "FashionMNIST")

@@ -23,7 +23,6 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from .claims import format_claims  # noqa: F401  (re-exported)
 from .paths import path_inputs
 from .predictor import accuracy, predict
 from .scores import head_labels, head_scores, silence_heads
@@ -31,7 +30,7 @@ from .scores import head_labels, head_scores, silence_heads
 __all__ = ["HEADS", "REFERENCE_COMBINATIONS", "PRUNING_EXPERIMENT", "path_outputs", "path_coefficients",
            "pruned_outputs", "correct", "drop_with_error", "score_order", "combinations_from_scores",
            "magnitude_scores", "theory_side_drops", "spearman_with_ci", "score_stability", "run_pruning",
-           "pruning_claims", "pruning_summary", "format_table", "format_claims", "parse_heads", "head_name"]
+           "pruning_claims", "pruning_summary", "format_table", "parse_heads", "head_name"]
 
 HEADS = (4, 4)
 ALL_HEADS = [(l, h) for l in range(len(HEADS)) for h in range(HEADS[l])]
