@@ -67,16 +67,14 @@ def stage_data(ctx: StageContext) -> dict:
 def stage_train(ctx: StageContext) -> dict:
     """The trained network: the committed checkpoint of ``params["network"]`` unless ``retrain``, else
     :func:`attention_paths.training.train` in the persistent work folder (resumable), then exported."""
-    from .training import checkpoint_sha256, config_for, export_checkpoint, repo_data_dir, train
+    from .training import committed_checkpoint, config_for, export_checkpoint, train
 
     network = ctx.params["network"]
-    committed = repo_data_dir() / f"omniglot-{network}"
-    if not ctx.params["retrain"] and (committed / "model.pt").exists():
-        record = json.loads((committed / "record.json").read_text())
-        if checkpoint_sha256(committed / "model.pt") != record["exported"]["sha256"]:
-            raise ValueError(f"{committed / 'model.pt'} does not match the SHA-256 in its record.json")
-        shutil.copyfile(committed / "model.pt", ctx.out / "model.pt")
-        shutil.copyfile(committed / "record.json", ctx.out / "record.json")
+    committed = None if ctx.params["retrain"] else committed_checkpoint(network)
+    if committed is not None:
+        path, record = committed
+        shutil.copyfile(path, ctx.out / "model.pt")
+        shutil.copyfile(path.parent / "record.json", ctx.out / "record.json")
         return {"source": f"committed checkpoint data/omniglot-{network}/model.pt",
                 "sha256": record["exported"]["sha256"]}
     train(config_for(network), ctx.work, progress=ctx.progress)
@@ -160,20 +158,17 @@ def _oneshot_result(ctx: StageContext, with_samples: bool) -> dict:
 def stage_oneshot(ctx: StageContext) -> dict:
     """The Omniglot theory experiment from its pieces; the same files as ``python -m attention_paths
     omniglot-theory``."""
-    from .io import atomic_savez, atomic_write_json
     from .oneshot import oneshot_summary
 
     res = _oneshot_result(ctx, with_samples=True)
     summary, arrays = oneshot_summary(res)
     _write_result(ctx.out, res)
-    atomic_savez(ctx.out / "arrays.npz", **arrays)
-    atomic_write_json(ctx.out / "summary.json", summary)
+    _write_summary(ctx.out, summary, arrays)
     return {"claims": {c["id"]: c["passed"] for c in summary["claims"]}}
 
 
 def stage_pruning(ctx: StageContext) -> dict:
     """Head pruning of the trained network with the theory's scores (spec §C)."""
-    from .io import atomic_savez, atomic_write_json
     from .pruning import pruning_summary, run_pruning
 
     theory = _oneshot_result(ctx, with_samples=False)
@@ -181,9 +176,16 @@ def stage_pruning(ctx: StageContext) -> dict:
     res = run_pruning(ctx.params["scale"], theory=theory, net=net, progress=ctx.progress)
     summary, arrays = pruning_summary(res)
     _write_result(ctx.out, (theory, res))
-    atomic_savez(ctx.out / "arrays.npz", **arrays)
-    atomic_write_json(ctx.out / "summary.json", summary)
+    _write_summary(ctx.out, summary, arrays)
     return {"claims": {c["id"]: c["passed"] for c in summary["claims"]}}
+
+
+def _write_summary(folder: Path, summary: dict, arrays: dict) -> None:
+    """``summary.json`` and ``arrays.npz``, the files the experiments' CLI writes."""
+    from .io import atomic_savez, atomic_write_json
+
+    atomic_savez(folder / "arrays.npz", **arrays)
+    atomic_write_json(folder / "summary.json", summary)
 
 
 def _write_result(folder: Path, result) -> None:
@@ -216,13 +218,11 @@ _STORABLE = {"hmc": _slim_hmc}
 def stage_experiment(ctx: StageContext) -> dict:
     """A self-contained experiment of :data:`attention_paths.experiments.EXPERIMENTS`."""
     from .experiments import EXPERIMENTS
-    from .io import atomic_savez, atomic_write_json
 
     run, summarize = EXPERIMENTS[ctx.params["experiment"]]
     res = run(ctx.params["scale"], progress=ctx.progress)
     summary, arrays = summarize(res)
-    atomic_savez(ctx.out / "arrays.npz", **arrays)
-    atomic_write_json(ctx.out / "summary.json", summary)
+    _write_summary(ctx.out, summary, arrays)
     _write_result(ctx.out, _STORABLE.get(ctx.params["experiment"], lambda r: r)(res))
     return {"claims": {c["id"]: c["passed"] for c in summary.get("claims", []) if "id" in c}}
 

@@ -279,6 +279,18 @@ def export_checkpoint(run_dir, dest_dir) -> dict:
     return record
 
 
+def committed_checkpoint(name: str, data_dir=None) -> tuple[Path, dict] | None:
+    """``(model.pt path, record)`` of the committed checkpoint ``data/omniglot-<name>``, or ``None`` when there
+    is none; a file whose SHA-256 differs from its record raises ``ValueError``."""
+    folder = Path(data_dir or repo_data_dir()) / f"omniglot-{name}"
+    if not (folder / "model.pt").exists():
+        return None
+    record = json.loads((folder / "record.json").read_text())
+    if checkpoint_sha256(folder / "model.pt") != record["exported"]["sha256"]:
+        raise ValueError(f"{folder / 'model.pt'} does not match the SHA-256 in its record.json")
+    return folder / "model.pt", record
+
+
 def trained_network(scale: str | None = None, *, train_if_missing: bool = True, progress: bool = False,
                     data_dir=None):
     """The trained network of a scale: the committed ``data/omniglot-<scale>/model.pt`` when present, else a
@@ -290,14 +302,13 @@ def trained_network(scale: str | None = None, *, train_if_missing: bool = True, 
     from .config import data_root, get_scale
 
     scale = get_scale(scale)
+    committed = committed_checkpoint(scale, data_dir)
+    if committed is not None:
+        path, record = committed
+        net, ck = load_trained(path)
+        return net, {**record, "source": f"committed checkpoint data/omniglot-{scale}/model.pt",
+                     "sha256": record["exported"]["sha256"]}
     committed = Path(data_dir or repo_data_dir()) / f"omniglot-{scale}"
-    if (committed / "model.pt").exists():
-        record = json.loads((committed / "record.json").read_text())
-        sha = checkpoint_sha256(committed / "model.pt")
-        if sha != record["exported"]["sha256"]:
-            raise ValueError(f"{committed / 'model.pt'} does not match the SHA-256 in its record.json")
-        net, ck = load_trained(committed / "model.pt")
-        return net, {**record, "source": f"committed checkpoint data/omniglot-{scale}/model.pt", "sha256": sha}
     if not train_if_missing:
         raise FileNotFoundError(f"no committed checkpoint under {committed}")
     run_dir = data_root() / "attention-paths-cache" / f"omniglot-train-{scale}"
