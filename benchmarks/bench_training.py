@@ -1,18 +1,30 @@
-"""Benchmark of the Omniglot pipeline: cache build time and training throughput (episodes per second).
+"""Benchmark of the Omniglot pipeline: cache build time and training throughput of both forwards.
 
     python benchmarks/bench_training.py              # CPU, and the GPU too when one is present
-    python benchmarks/bench_training.py --steps 20
+    python benchmarks/bench_training.py --steps 20 --no-cache
 
-Needs the Omniglot tree and MNIST/FashionMNIST under $ATTENTION_PATHS_DATA.  The cache is built into a
-temporary folder (the real cache is left alone), then read back.  Training steps use the paper's network
-(d_model 512, 2 layers x 4 heads, G = 128) and batch 128, after two warm-up steps; on a GPU with 16-bit
-mixed precision and torch.compile, as in training.
+Needs the Omniglot tree under $ATTENTION_PATHS_DATA.  The cache is built into a temporary folder (the real
+cache is left alone), then read back.  Training steps use the paper's network (d_model 512, 2 layers x 4
+heads, G = 128), batch 128, Adam, after three warm-up steps, with episodes drawn and tokenised in every step
+as in training.  Each row runs in a fresh process, so that its peak memory (resident set on a CPU, the
+allocator's peak on a GPU) is its own:
+
+* ``layer-wise``: :meth:`InContextTransformer.forward`, the reference (512-wide value activations of all 48
+  tokens);
+* ``path``: :meth:`InContextTransformer.path_forward`, the path-factorised forward that training uses (the
+  same function and gradients);
+* precisions: float32; bfloat16 autocast (CPUs with AVX512-BF16, and GPUs); float16 autocast with
+  ``torch.compile`` on a GPU (the reference's mixed precision).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import resource
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -21,6 +33,8 @@ import torch
 
 from attention_paths import omniglot as om
 from attention_paths.incontext import InContextTransformer, sample_episodes
+
+STEPS_PER_RUN = 41_240  # the paper's 10 epochs
 
 
 def bench_cache():
@@ -37,52 +51,86 @@ def bench_cache():
     return rows
 
 
-def bench_steps(device: str, steps: int, batch: int = 128):
+def bench_one(device: str, forward: str, precision: str, steps: int, batch: int = 128, compile_: bool = False):
+    """Seconds per training step and peak memory (MiB) of one configuration (run in its own process)."""
     images = om.load_split("train").images
     torch.manual_seed(0)
     net = InContextTransformer().to(device)
     opt = torch.optim.Adam(net.parameters(), lr=3e-4, weight_decay=5e-5)
-    model = torch.compile(net) if device == "cuda" else net
+    fwd = net.forward if forward == "layer-wise" else net.path_forward
+    model = torch.compile(fwd) if compile_ else fwd
     rng = np.random.default_rng(0)
-    amp = device == "cuda"
+    dtype = {"float32": None, "bfloat16": torch.bfloat16, "float16": torch.float16}[precision]
+    scaler = torch.amp.GradScaler("cuda", enabled=dtype == torch.float16)
 
     def step():
         ep = sample_episodes(images, batch, rng)
         x0 = net.tokens(ep)
         y = torch.as_tensor(ep.y, device=device)
-        with torch.autocast(device, dtype=torch.float16, enabled=amp):
+        with torch.autocast(device, dtype=dtype or torch.float32, enabled=dtype is not None):
             loss = torch.mean((model(x0).float() - y) ** 2)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
 
-    for _ in range(2):
+    for _ in range(3):
         step()
     if device == "cuda":
         torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     for _ in range(steps):
         step()
     if device == "cuda":
         torch.cuda.synchronize()
-    dt = (time.perf_counter() - t0) / steps
-    return dt, batch / dt
+        peak = torch.cuda.max_memory_allocated() / 2**20
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    return (time.perf_counter() - t0) / steps, peak
+
+
+def configurations():
+    rows = [("cpu", "layer-wise", "float32", False), ("cpu", "path", "float32", False), ("cpu", "path", "float32", True),
+            ("cpu", "path", "bfloat16", False)]
+    if torch.cuda.is_available():
+        rows += [("cuda", "layer-wise", "float32", False), ("cuda", "path", "float32", False),
+                 ("cuda", "layer-wise", "float16", True), ("cuda", "path", "float16", True),
+                 ("cuda", "path", "bfloat16", True)]
+    return rows
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per configuration (path forward)")
+    parser.add_argument("--no-cache", action="store_true", help="skip the cache benchmark")
+    parser.add_argument("--one", nargs=4, metavar=("DEVICE", "FORWARD", "PRECISION", "COMPILE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    print(f"# Omniglot pipeline benchmark, {platform.machine()}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} CPU threads")
-    print(f"{'split':<6} {'chars':>5} {'build [s]':>9} {'cached [s]':>10} {'size [MiB]':>10}")
-    for split, n, build, cached, size in bench_cache():
-        print(f"{split:<6} {n:5d} {build:9.2f} {cached:10.2f} {size:10.1f}", flush=True)
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    print(f"{'device':<6} {'s/step':>8} {'episodes/s':>10} {'epoch [h]':>9}")
-    for dev in devices:
-        dt, eps = bench_steps(dev, args.steps)
-        print(f"{dev:<6} {dt:8.3f} {eps:10.1f} {4124 * dt / 3600:9.2f}", flush=True)
+    if args.one:  # a single configuration, in this (fresh) process: print one JSON line
+        dev, fwd, prec, comp = args.one
+        dt, peak = bench_one(dev, fwd, prec, args.steps, compile_=comp == "1")
+        print(json.dumps({"s_per_step": dt, "peak_mib": peak}))
+        return
+    print(f"# Omniglot training benchmark, {platform.machine()}, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} CPU threads"
+          + (f", GPU {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ""))
+    if not args.no_cache:
+        print(f"{'split':<6} {'chars':>5} {'build [s]':>9} {'cached [s]':>10} {'size [MiB]':>10}")
+        for split, n, build, cached, size in bench_cache():
+            print(f"{split:<6} {n:5d} {build:9.2f} {cached:10.2f} {size:10.1f}", flush=True)
+    print(f"{'device':<6} {'forward':<11} {'precision':<9} {'compile':>7} {'s/step':>8} {'episodes/s':>10} "
+          f"{'peak MiB':>8} {'10 epochs [h]':>13}")
+    for dev, fwd, prec, comp in configurations():
+        steps = max(2, args.steps // 4) if fwd == "layer-wise" and dev == "cpu" else args.steps
+        out = subprocess.run([sys.executable, __file__, "--steps", str(steps), "--one", dev, fwd, prec,
+                              "1" if comp else "0"], capture_output=True, text=True)
+        if out.returncode:
+            print(f"{dev:<6} {fwd:<11} {prec:<9} {str(comp):>7}   failed: {out.stderr.strip().splitlines()[-1]}")
+            continue
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        dt = r["s_per_step"]
+        print(f"{dev:<6} {fwd:<11} {prec:<9} {str(comp):>7} {dt:8.3f} {128 / dt:10.0f} {r['peak_mib']:8.0f} "
+              f"{STEPS_PER_RUN * dt / 3600:13.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -24,11 +24,17 @@ def main(argv=None) -> int:
                              "(default: min(number of CPUs, 8); must be set before JAX starts)")
     parser.add_argument("--max-steps", type=int, default=None,
                         help="omniglot-train: stop after this many steps (resume later with the same --out)")
+    parser.add_argument("--precision", choices=["auto", "float32", "bfloat16", "float16"], default="auto",
+                        help="omniglot-train: auto = 16-bit mixed precision on a GPU, float32 on a CPU; bfloat16 "
+                             "autocast is about 2x faster on CPUs with AVX512-BF16")
     parser.add_argument("--network", choices=["quick", "paper"], default=None,
                         help="omniglot-theory, pruning: which trained network (default: the one of --scale)")
     parser.add_argument("--no-sample", action="store_true", help="omniglot-theory: skip posterior sampling")
     parser.add_argument("--sampling", default=None, metavar="CHAINS,WARMUP,SAMPLES",
                         help="omniglot-theory: override the scale's sampling budget, e.g. 2,100,100")
+    parser.add_argument("--sampler", choices=["rao-blackwell", "full"], default=None,
+                        help="omniglot-theory, reproduce: posterior sampler (default: the scale's; paper: full-weight "
+                             "NUTS, quick: Rao-Blackwellised)")
     parser.add_argument("--device", default="auto",
                         help="where the theory's low-rank kernel products run: auto (a CUDA GPU through torch when "
                              "there is one), numpy, or a torch device; sets ATTENTION_PATHS_DEVICE (sampling uses "
@@ -59,7 +65,8 @@ def main(argv=None) -> int:
     if args.experiment == "omniglot-train":
         from .training import config_for, summary_table, train
 
-        summary = train(config_for(scale), out, progress=not args.quiet, max_steps=args.max_steps)
+        summary = train(config_for(scale), out, progress=not args.quiet, max_steps=args.max_steps,
+                        precision=args.precision)
         print(summary_table(summary))
         print(f"wrote {out}/summary.json, {out}/last.pt and {out}/best.pt", file=sys.stderr)
         return 0
@@ -76,16 +83,16 @@ def main(argv=None) -> int:
 
 
 def _sampling_budget(args, parser) -> dict | None:
-    """``--sampling CHAINS,WARMUP,SAMPLES`` as sampler settings, or ``None``."""
+    """``--sampling CHAINS,WARMUP,SAMPLES`` (and ``--sampler``) as sampler settings, or ``None``."""
     if not args.sampling:
-        return None
+        return {"kind": args.sampler} if args.sampler else None
     try:
         budget = dict(zip(("num_chains", "num_warmup", "num_samples"), (int(v) for v in args.sampling.split(","))))
     except ValueError:
         parser.error(f"--sampling must be CHAINS,WARMUP,SAMPLES (integers), got {args.sampling!r}")
     if len(budget) != 3 or len(args.sampling.split(",")) != 3:
         parser.error(f"--sampling must be CHAINS,WARMUP,SAMPLES, got {args.sampling!r}")
-    return budget
+    return budget | ({"kind": args.sampler} if args.sampler else {})
 
 
 def _reproduce(args, scale, out, parser) -> int:

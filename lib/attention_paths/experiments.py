@@ -337,7 +337,7 @@ def run_experiment(name: str, scale: str | None = None, out: str | Path = "out",
     if save_samples:
         for net, per_N in res.get("samples", {}).items():
             if not isinstance(per_N, dict):  # {width: PosteriorSamples} (omniglot-theory)
-                per_N.save(out / f"samples_N{net}_rao-blackwell.npz")
+                per_N.save(out / f"samples_N{net}_{per_N.kind}.npz")
                 continue
             for N, entry in per_N.items():
                 for kind, smp in entry.items():

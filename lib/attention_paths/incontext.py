@@ -215,6 +215,47 @@ class InContextTransformer(nn.Module):
             z = torch.einsum("bhst,bshd,h->btd", omega, v, mask) / torch.sqrt(n_active)
         return self.readout(z.mean(dim=1)).squeeze(-1)
 
+    # ---------------------------------------------------------------- path-factorised forward
+    def path_forward(self, x0: torch.Tensor) -> torch.Tensor:
+        """The same function as :meth:`forward`, computed through the path sum (spec T§3, issue 15).
+
+        The values are linear and the readout is the mean over tokens, so
+        ``f(x) = sum_pi w_pi . xi_pi(x)`` with ``w_pi = W_in^T V^(1,h1)^T ... V^(L,hL)^T a / sqrt(H^L)``
+        [Pi, 192] (built from the weights by mat-vecs whose cost does not depend on the batch) and
+        ``xi_pi = x0^T Omega^(1,h1) ... Omega^(L,hL) 1/T`` (from the attention alone).  The d_model-wide
+        value activations of the T tokens are never formed; what remains is the query/key projections (all
+        layers in one matmul) and the softmaxes.  Same parameters, head mask and ``1/sqrt(H - removed)``
+        scaling as :meth:`forward`; gradients agree with it to rounding (tests).
+
+        x0 : [B, T, 192] -> outputs [B].
+        """
+        B, T, F = x0.shape
+        L, H, G, D = self.n_layers, self.n_heads, self.d_qk, self.d_model
+        # path weights, readout side first: W[(h_l..h_L), :] = a^T V^(L,hL) ... V^(l,hl) * scales
+        W = self.readout.weight  # [1, D]
+        for layer in reversed(range(L)):
+            mask = self.head_mask[layer]
+            n_active = mask.sum()
+            if n_active == 0:
+                raise ValueError(f"all heads of layer {layer + 1} are pruned")
+            V = self.v[layer].weight.reshape(H, D, D)
+            W = torch.einsum("rd,hde->hre", W, V) * (mask / torch.sqrt(n_active))[:, None, None]
+            W = W.reshape(-1, D)  # [H^(L-l), D], first layer's head major
+        w = W @ self.w_in.weight  # [Pi, 192]
+        # scores of every head of every layer through the bilinear forms A = Q^T K [192, 192] (one matmul
+        # and one batched matmul): S[b, t, l, h, s] = (Q x_t) . (K x_s) / sqrt(G)
+        A = [torch.einsum("hgi,hgj->ihj", self.q[layer].weight.reshape(H, G, F),
+                          self.k[layer].weight.reshape(H, G, F)).reshape(F, H * F) for layer in range(L)]
+        Y = (x0 @ torch.cat(A, dim=1)).reshape(B, T * L * H, F)
+        S = (Y @ x0.transpose(1, 2)).reshape(B, T, L, H, T) * (1.0 / math.sqrt(G))
+        a = torch.softmax(S, dim=-1).unbind(dim=2)  # a[l][b, t, h, s] = Omega^(l, h)[b, s, t]
+        # u[b, path suffix, s]: the token weights Omega^(l) ... Omega^(L) 1/T, built from the last layer back
+        u = a[L - 1].mean(dim=1)  # [B, H, s]: sum_t Omega[s, t] / T
+        for layer in reversed(range(L - 1)):  # u_new[b, h, p, r] = sum_s Omega[b, h, r, s] u[b, p, s]
+            u = torch.einsum("bshr,bps->bhpr", a[layer], u).reshape(B, -1, T)
+        c = x0 @ w.T  # [B, T, Pi]
+        return torch.einsum("bpt,btp->b", u, c)
+
     # ---------------------------------------------------------------- pruning and theory
     def set_pruned(self, heads=()) -> "InContextTransformer":
         """Remove heads ``[(layer, head), ...]`` (0-based): their output is zeroed and the layer's head sum is

@@ -10,7 +10,7 @@ from typing import Sequence
 import numpy as np
 
 __all__ = ["heatmap_U", "kernel_image", "tile_average", "alignment_bars", "class_sorted", "accuracy_grid_image",
-           "oneshot_accuracy_panels",
+           "oneshot_accuracy_panels", "pruning_score_bars", "pruning_theory_side", "training_curves",
            "DIVERGING", "SEQUENTIAL", "PALETTE", "WIDTH_FULL", "WIDTH_HALF", "STYLE", "EXPORT_ENV", "EXPORT_FORMATS",
            "use_style", "figsize", "export", "export_figure"]
 
@@ -150,6 +150,66 @@ def oneshot_accuracy_panels(axes, summary: dict, sets=("test", "MNIST", "Fashion
         ax.set_title((titles or {}).get(s, s))
     axes[0].set_ylabel("accuracy (%)")
     return axes
+
+
+def pruning_score_bars(ax, summary: dict, set_name: str = "test"):
+    """Dual-axis bars of a pruning result (live or reloaded): normalised head scores (left axis, C0) and the
+    single-head accuracy drop on ``set_name`` with paired standard errors (right axis, C3), heads by
+    ascending score and paired by label (spec §C.4).  Returns the right axis."""
+    order = summary["order"]
+    x = np.arange(len(order))
+    ax.bar(x - 0.2, [summary["scores"][k] for k in order], 0.4, color="C0", label="head score")
+    ax.set_ylabel("normalised head score", color="C0")
+    ax.set_xticks(x, order)
+    ax.set_xlabel("head (layer)head, by ascending score")
+    ax2 = ax.twinx()
+    singles = summary["singles"]
+    ax2.bar(x + 0.2, [singles[k]["drop"][set_name] for k in order], 0.4,
+            yerr=[singles[k]["drop_se"][set_name] for k in order], color="C3", alpha=0.8, capsize=2,
+            label="accuracy drop")
+    ax2.set_ylabel("accuracy drop (points)", color="C3")
+    ax2.axhline(0, color="0.5", lw=0.6)
+    ax2.spines["right"].set_visible(True)
+    return ax2
+
+
+def pruning_theory_side(ax_drops, ax_stability, summary: dict):
+    """Left: network-side against theory-side single-head drops (in distribution); right: the Spearman
+    correlation of the head ranking at every grid point with the panel point's.  Returns the image."""
+    labels = list(summary["singles"])
+    th = [summary["theory_side"][k]["test"] for k in labels]
+    nw = [summary["singles"][k]["drop"]["test"] for k in labels]
+    ax_drops.errorbar(th, nw, yerr=[summary["singles"][k]["drop_se"]["test"] for k in labels], fmt="o", ms=4)
+    for k, u, v in zip(labels, th, nw):
+        ax_drops.annotate(k, (u, v), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax_drops.set_xlabel("theory-side drop (points)")
+    ax_drops.set_ylabel("network-side drop (points)")
+    im = ax_stability.imshow(np.asarray(summary["stability"], float), cmap=DIVERGING, vmin=-1, vmax=1,
+                             origin="lower", aspect="auto")
+    ax_stability.set_xticks(range(len(summary["widths"])), [int(w) for w in summary["widths"]])
+    ax_stability.set_yticks(range(len(summary["taus"])), [f"{float(t):g}" for t in summary["taus"]])
+    ax_stability.set_xlabel("width $N$")
+    ax_stability.set_ylabel(r"temperature $\tau$")
+    return im
+
+
+def training_curves(ax_loss, ax_acc, records: dict, sets=("val", "test", "MNIST", "FashionMNIST")):
+    """Training loss and evaluation accuracies against step for one or more training records
+    ({name: record}); one line style per record, one colour per evaluation set."""
+    styles = ("-", "--", ":", "-.")
+    names = {"val": "meta-validation", "test": "meta-test", "MNIST": "MNIST", "FashionMNIST": "FashionMNIST"}
+    for (name, rec), ls in zip(records.items(), styles):
+        hist = rec["history"]
+        steps = [h["step"] for h in hist]
+        ax_loss.plot(steps, [h["train_loss"] for h in hist], ls, color="0.2", label=name)
+        for i, key in enumerate(sets):
+            ax_acc.plot(steps, [h[key]["accuracy"] for h in hist], ls, color=f"C{i}",
+                        label=f"{names.get(key, key)} ({name})")
+    ax_loss.set_xlabel("step")
+    ax_loss.set_ylabel("training loss (MSE)")
+    ax_acc.axhline(50, color="0.6", lw=0.8, ls=":")
+    ax_acc.set_xlabel("step")
+    ax_acc.set_ylabel("accuracy (%)")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -132,7 +132,7 @@ def stage_grid(ctx: StageContext) -> dict:
 
 
 def stage_sample(ctx: StageContext) -> dict:
-    """Rao-Blackwellised NUTS at one width (spec §B.9)."""
+    """Posterior sampling (the configured sampler) at one width (spec §B.9)."""
     from .oneshot import load_oneshot_data, sample_oneshot
 
     data = load_oneshot_data(ctx.inputs["export"] / "oneshot_data.npz")
@@ -240,10 +240,10 @@ def reproduction_stages(scale: str | None = None, *, network: str | None = None,
     retrain : bool
         train even when a committed checkpoint exists
     sampling : dict, optional
-        overrides of the sampler budget (``num_chains``, ``num_warmup``, ``num_samples``)
+        overrides of the sampler budget (``num_chains``, ``num_warmup``, ``num_samples``; ``kind``: the sampler)
     """
     from .config import get_scale
-    from .oneshot import ONESHOT_EXPERIMENT
+    from .oneshot import ONESHOT_EXPERIMENT, with_budget
     from .pruning import PRUNING_EXPERIMENT
     from .training import repo_data_dir
 
@@ -251,7 +251,7 @@ def reproduction_stages(scale: str | None = None, *, network: str | None = None,
     network = network or ONESHOT_EXPERIMENT[scale]["network"]
     cfg = dict(ONESHOT_EXPERIMENT[scale], network=network)
     if sampling:
-        cfg["sampling"] = dict(cfg["sampling"], sampler=dict(cfg["sampling"]["sampler"], **sampling))
+        cfg["sampling"] = with_budget(cfg["sampling"], sampling)
     committed = repo_data_dir() / f"omniglot-{network}" / "record.json"
     committed_sha = (json.loads(committed.read_text())["exported"]["sha256"]
                      if committed.exists() and not retrain else None)

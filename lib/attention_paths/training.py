@@ -71,15 +71,21 @@ def fixed_episodes(split_images: np.ndarray, n: int, seed: int, drawing_seed: in
 
 
 @torch.no_grad()
-def evaluate(net: InContextTransformer, episodes: Episodes, batch: int = 256) -> dict:
-    """Accuracy (%; an output of exactly 0 counts as -1) and MSE of ``net`` on ``episodes``."""
+def evaluate(net: InContextTransformer, episodes: Episodes, batch: int = 256, *, layerwise: bool = False) -> dict:
+    """Accuracy (%; an output of exactly 0 counts as -1) and MSE of ``net`` on ``episodes``.
+
+    The outputs come from the path-factorised forward (:meth:`InContextTransformer.path_forward`, the same
+    function as the layer-wise one to float rounding, several times faster); ``layerwise=True`` uses the
+    layer-wise :meth:`~InContextTransformer.forward` instead.
+    """
     net.eval()
+    fwd = net.forward if layerwise else net.path_forward
     dev = next(net.parameters()).device
     outs = []
     for i in range(0, len(episodes), batch):
         sl = slice(i, i + batch)
         x0 = net.tokens((episodes.images[sl], episodes.labels[sl])).to(dev)
-        outs.append(net(x0).float().cpu())
+        outs.append(fwd(x0).float().cpu())
     f = torch.cat(outs).numpy()
     y = episodes.y
     return {"accuracy": 100.0 * float(np.mean(np.where(f > 0, 1.0, -1.0) == y)), "mse": float(np.mean((f - y) ** 2)),
@@ -134,11 +140,30 @@ def evaluation_sets(cfg: TrainConfig, root=None) -> dict:
     return sets
 
 
+PRECISIONS = ("auto", "float32", "bfloat16", "float16")
+
+
+def _autocast_dtype(precision: str, dev: torch.device):
+    """The autocast dtype of a training precision (``None``: no autocast, plain float32)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision == "auto":  # the reference's fp16 mixed precision on a GPU, float32 on a CPU
+        precision = "float16" if dev.type == "cuda" else "float32"
+    if precision == "float16" and dev.type != "cuda":
+        raise ValueError("float16 mixed precision needs a CUDA device; use precision='bfloat16' on a CPU")
+    return {"float32": None, "bfloat16": torch.bfloat16, "float16": torch.float16}[precision]
+
+
 def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bool = True,
-          max_steps: int | None = None) -> dict:
+          max_steps: int | None = None, precision: str = "auto", layerwise: bool = False) -> dict:
     """Train (or resume) and evaluate; writes ``out/last.pt``, ``out/best.pt`` and ``out/summary.json``.
 
-    ``max_steps`` stops this call early (the run can be resumed later); the summary then says so.
+    The steps use the path-factorised forward (:meth:`InContextTransformer.path_forward`; the same function,
+    parameters and gradients as the layer-wise forward, about 8x faster on a CPU); ``layerwise=True`` trains
+    through the layer-wise reference instead.  ``precision``: ``auto`` (16-bit mixed precision with loss
+    scaling on a GPU, as the reference; float32 on a CPU), ``float32``, ``bfloat16`` (autocast, CPU or GPU)
+    or ``float16`` (GPU).  ``max_steps`` stops this call early (the run can be resumed later); the summary
+    then says so.
     Returns the summary: settings, per-evaluation history (step, train loss, validation/test/OOD
     accuracies, elapsed time), the final and best-validation accuracies, throughput and hardware.
     """
@@ -157,8 +182,8 @@ def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bo
     net = InContextTransformer(cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_qk, cfg.seed).to(dev)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     rng = np.random.default_rng(cfg.seed)
-    use_amp = dev.type == "cuda"  # 16-bit mixed precision with loss scaling, as the reference's fp16 training
-    scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+    amp_dtype = _autocast_dtype(precision, dev)
+    scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)  # loss scaling for fp16 only
     step, history, best, seconds = 0, [], None, 0.0
     last = out / "last.pt"
     if resume and last.exists():
@@ -174,7 +199,8 @@ def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bo
         if "scaler" in ck:
             scaler.load_state_dict(ck["scaler"])
         step, history, best, seconds = ck["step"], ck["history"], ck["best"], ck["seconds"]
-    model = torch.compile(net) if dev.type == "cuda" else net
+    fwd = net.forward if layerwise else net.path_forward
+    model = torch.compile(fwd) if dev.type == "cuda" else fwd
     stop = cfg.steps if max_steps is None else min(cfg.steps, step + max_steps)
     bar = progress_bar(range(step, stop), desc="train", total=stop - step, disable=not progress)
     losses = []
@@ -184,7 +210,7 @@ def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bo
         ep = sample_episodes(train_images, cfg.batch, rng, drawing_seed=cfg.drawing_seed)
         x0 = net.tokens(ep)
         y = torch.as_tensor(ep.y, device=dev)
-        with torch.autocast(dev.type, dtype=torch.float16, enabled=use_amp):
+        with torch.autocast(dev.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
             loss = torch.mean((model(x0).float() - y) ** 2)
         opt.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
@@ -215,6 +241,8 @@ def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bo
                "best_validation": best, "device": str(dev),
                "device_name": torch.cuda.get_device_name(0) if dev.type == "cuda" else os.uname().machine,
                "threads": torch.get_num_threads(),
+               "forward": "layer-wise" if layerwise else "path-factorised",
+               "precision": str(amp_dtype or torch.float32).removeprefix("torch."),
                "episodes_per_second": (final["step"] * cfg.batch / final["seconds"]) if final and final["seconds"] else None,
                "checkpoint_sha256": {p.name: checkpoint_sha256(p) for p in (last, out / "best.pt") if p.exists()},
                "provenance": provenance()}
