@@ -302,3 +302,17 @@ def test_short_training_run_lowers_the_loss(tmp_path):
     (tmp_path / "bad.pt").write_bytes(b"junk")
     with pytest.raises(ValueError, match="corrupted"):
         tr.load_trained(tmp_path / "bad.pt")
+
+
+@pytest.mark.parametrize("name, steps", [("quick", 4000), ("paper", 41_240)])
+def test_committed_networks_load_with_their_records(name, steps):
+    """The committed checkpoints: the SHA-256 of their record, the recipe's settings, the finished step count."""
+    from attention_paths import training as tr
+
+    net, rec = tr.trained_network(name, train_if_missing=False)
+    assert rec["sha256"] == tr.checkpoint_sha256(ROOT / "data" / f"omniglot-{name}" / "model.pt")
+    assert rec["steps_done"] == steps and rec["finished"] and rec["history"][-1]["step"] == steps
+    cfg = tr.TrainConfig(**rec["config"])
+    assert cfg == tr.config_for(name) and cfg.seed == 42 and cfg.batch == 128 and cfg.lr == 3e-4
+    assert sum(p.numel() for p in net.parameters()) == 512 * 192 + 2 * (2 * 4 * 128 * 192 + 4 * 512 * 512) + 512
+    assert (ROOT / "data" / f"omniglot-{name}" / "model.pt").stat().st_size < 20 * 2**20

@@ -76,6 +76,31 @@ def test_grid_continuation_matches_cold_solves_and_gp_limit():
             assert abs(grid["accuracy"][s][i, 1] - gp["accuracy"][s][0]) <= 100 / 30 + 1e-9
 
 
+def test_edge_scan_and_paired_predictions_agree_with_the_grid_and_the_selection():
+    data = _synthetic_data(np.random.default_rng(2))
+    grid = osh.theory_grid(data, (10, 1000), (0.5,))
+    edge = osh.edge_scan(data, 10, [0.5])  # a cold solve at a grid point gives the grid's accuracies
+    gp = osh.gp_line(data, [0.5])
+    for s in osh.EVAL_SETS:
+        assert edge["theory"][s][0] == pytest.approx(grid["accuracy"][s][0, 0], abs=1e-9)
+        assert edge["gp"][s][0] == pytest.approx(gp["accuracy"][s][0], abs=1e-9)
+    assert edge["max_grad"] <= 1e-8
+    res = osh.run_oneshot("quick", sample=False, data=data)
+    slices = res["slices"]
+    sel = res["select"]["val"]
+    for s in osh.EVAL_SETS:  # the stored per-episode predictions are those of the selected temperatures
+        sl, y = slices[s], data.y[s]
+        cmp = osh.paired_comparison(res["paired"]["theory"][sl], res["paired"]["gp"][sl], y)
+        assert cmp["diff"] == pytest.approx(sel["theory"]["accuracy"][s][0] - float(sel["gp"]["accuracy"][s]), abs=1e-9)
+        assert cmp["only_theory"] - cmp["only_gp"] == round(cmp["diff"] * cmp["n"] / 100) and cmp["n"] == len(y)
+    xi = np.random.default_rng(3).standard_normal((5, 16, 192))  # the full-weight sampler's inputs
+    np.testing.assert_allclose(osh.features_to_path_inputs(ap.path_features(xi)), xi, rtol=1e-13)
+    with pytest.raises(ValueError, match="kind"):
+        osh.with_budget({"sampler": {}}, {"kind": "gibbs"})
+    assert osh.with_budget({"sampler": {"num_chains": 2}, "kind": "rao-blackwell"},
+                           {"kind": "full", "num_chains": 4}) == {"sampler": {"num_chains": 4}, "kind": "full"}
+
+
 def test_run_summary_round_trip_and_damaged_files(tmp_path):
     data = _synthetic_data(np.random.default_rng(1))
     res = osh.run_oneshot("quick", sample=False, data=data)

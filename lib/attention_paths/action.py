@@ -122,6 +122,9 @@ class Action:
             kernel = PathKernel(kernel)
         y = check_targets(y, kernel.P)
         tau = check_tau(tau)
+        if not isinstance(arch, Architecture):
+            raise TypeError(f"arch must be an attention_paths.Architecture (e.g. Architecture.uniform(heads, N)), "
+                            f"got {type(arch).__name__} {arch!r}")
         if arch.n_paths != kernel.n_paths:
             raise ValueError(f"architecture has {arch.n_paths} paths but the kernel has {kernel.n_paths}")
         self.kernel, self.y, self.tau, self.arch = kernel, y, tau, arch

@@ -26,6 +26,11 @@ class Architecture:
     sigma2: tuple[float, ...]
 
     def __post_init__(self):
+        for name in ("heads", "widths", "sigma2"):
+            if isinstance(getattr(self, name), (str, bytes)) or not hasattr(getattr(self, name), "__len__"):
+                raise ValueError(f"{name} must be a sequence with one entry per layer, got {getattr(self, name)!r}")
+        if any(isinstance(h, bool) or not float(h).is_integer() for h in self.heads):
+            raise ValueError(f"heads must be whole numbers, one per layer; got {self.heads}")
         heads = tuple(int(h) for h in self.heads)
         widths = tuple(float(n) for n in self.widths)
         sigma2 = tuple(float(s) for s in self.sigma2)

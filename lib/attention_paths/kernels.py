@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .validation import check_features
+
 __all__ = ["PathKernel", "gram_tensor", "renormalized_kernel", "gp_kernel", "path_kernel"]
 
 # The path-Gram tensor is used when it fits in this many bytes; otherwise the low-rank form.
@@ -15,12 +17,7 @@ DEFAULT_GRAM_BYTES = 2 * 1024**3
 
 
 def _check_features(X, name="features") -> np.ndarray:
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 3:
-        raise ValueError(f"{name} must have shape [P, N0, Pi], got {X.shape}")
-    if not np.isfinite(X).all():
-        raise ValueError(f"{name} contain non-finite values")
-    return X
+    return check_features(X, name)
 
 
 def _check_U(U, n_paths: int) -> np.ndarray:

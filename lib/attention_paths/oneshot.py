@@ -46,7 +46,7 @@ from .solver import solve, solve_continuation
 
 __all__ = ["ONESHOT_EXPERIMENT", "EVAL_SETS", "OneShotData", "balanced_indices", "extract", "gd_order_parameter",
            "theory_grid", "gp_line", "select_temperatures", "panel", "sample_oneshot", "run_oneshot",
-           "oneshot_claims", "oneshot_summary", "with_budget", "SAMPLER_KINDS", "load_oneshot_run", "format_grid", "format_selection", "save_oneshot_data", "load_oneshot_data", "merge_grids"]
+           "oneshot_claims", "oneshot_summary", "with_budget", "SAMPLER_KINDS", "edge_scan", "paired_comparison", "features_to_path_inputs", "run_panel", "run_paired", "load_oneshot_run", "format_grid", "format_selection", "save_oneshot_data", "load_oneshot_data", "merge_grids"]
 
 HEADS = (4, 4)
 EVAL_SETS = ("val", "test", "MNIST", "FashionMNIST")
@@ -61,6 +61,7 @@ ONESHOT_EXPERIMENT = {
     # sampler at P = 600 (benchmarks/README.md) but needs a longer warm-up, so 4 chains x (500 + 500)
     "paper": dict(network="paper", P=600, n_eval=1000, train_batches=16, eval_pool=2048, **_PAPER_GRID,
                   gp_taus=(0.25, 0.1, 0.075, 0.05, 0.025), panel_N=10, panel_tau=0.5, n_align=50,
+                  edge_taus=(2.0, 3.0, 5.0, 10.0),  # beyond the grid's edge, at the smallest width (not the paper's)
                   sampling=dict(widths=(10,), tau=0.5, kind="full",
                                 sampler=dict(num_chains=4, num_warmup=500, num_samples=500, seed=1,
                                              chain_method="parallel"))),
@@ -298,6 +299,26 @@ def panel(data: OneShotData, U, n_align: int = 50) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ sampling
+def edge_scan(data: OneShotData, N: float, taus, kernel: PathKernel | None = None) -> dict:
+    """Theory and GP accuracies at width ``N`` for temperatures beyond the grid (does the validation protocol
+    stop at the grid's edge?).  Each solve starts from the GP point; returns ``taus``, ``theory`` and ``gp``
+    ({set: [nT]}) and the solver's largest final gradient."""
+    taus = sorted(float(t) for t in taus)
+    kernel = kernel or PathKernel(data.features["train"])
+    X_eval, slices = _eval_stack(data)
+    th = {s: [] for s in EVAL_SETS}
+    grad = 0.0
+    for tau in taus:
+        r = solve(Action(kernel, data.y["train"], tau, Architecture.uniform(HEADS, N)), n_restarts=0)
+        grad = max(grad, r.grad_max)
+        mean = predict(r.U, data.features["train"], data.y["train"], tau, X_eval, return_var=False).mean
+        for s, a in _accuracies(mean, data, slices).items():
+            th[s].append(a)
+    gp = gp_line(data, taus)["accuracy"]
+    return {"N": float(N), "taus": taus, "theory": th, "gp": {s: list(map(float, v)) for s, v in gp.items()},
+            "max_grad": float(grad)}
+
+
 def merge_grids(parts: list[dict]) -> dict:
     """One :func:`theory_grid` result from grids over disjoint temperature sets (same widths)."""
     parts = sorted(parts, key=lambda g: float(np.min(g["taus"])))
@@ -315,6 +336,15 @@ def merge_grids(parts: list[dict]) -> dict:
 
 
 SAMPLER_KINDS = ("rao-blackwell", "full")
+
+
+def features_to_path_inputs(features) -> np.ndarray:
+    """Path inputs ``xi`` [P, Pi, N0] of path features [P, N0, Pi] made with ``sigma0_2 = 1`` (the inverse of
+    :func:`attention_paths.paths.path_features`): ``xi = Xi^T sqrt(N0 Pi)``."""
+    F = np.asarray(features, dtype=np.float64)
+    if F.ndim != 3:
+        raise ValueError(f"path features must have shape [P, N0, Pi], got {F.shape}")
+    return np.ascontiguousarray(F.transpose(0, 2, 1) * np.sqrt(F.shape[1] * F.shape[2]))
 
 
 def with_budget(sampling_cfg: dict, budget: dict) -> dict:
@@ -351,10 +381,9 @@ def sample_oneshot(data: OneShotData, cfg: dict, progress: bool = False) -> dict
         arch, config = Architecture.uniform(HEADS, N), sampling.SamplerConfig(**sc["sampler"])
         with warnings.catch_warnings():
             warnings.simplefilter("always", sampling.SamplingWarning)
-            if kind == "full":  # path inputs xi = features^T sqrt(N0 Pi) (features carry sigma_0 = 1)
-                to_xi = lambda F: F.transpose(0, 2, 1) * np.sqrt(F.shape[1] * F.shape[2])  # noqa: E731
-                out[N] = sampling.sample_full(to_xi(X), data.y["train"], sc["tau"], arch, to_xi(X_eval),
-                                              config=config, progress=progress)
+            if kind == "full":
+                out[N] = sampling.sample_full(features_to_path_inputs(X), data.y["train"], sc["tau"], arch,
+                                              features_to_path_inputs(X_eval), config=config, progress=progress)
             else:
                 out[N] = sampling.sample_rao_blackwell(X, data.y["train"], sc["tau"], arch, X_eval,
                                                        config=config, progress=progress)
@@ -406,8 +435,18 @@ def run_oneshot(scale: str | None = None, *, network: str | None = None, sample:
                  "hessian_min_eig": check.hessian_min_eig, "restarts": check.restarts}
     X_eval, slices = _eval_stack(data)
     th = predict(U10, data.features["train"], data.y["train"], cfg["panel_tau"], X_eval)
+    # per-episode predictions at the validation-selected temperatures (smallest width, and the GP), for paired
+    # comparisons of theory and GP on the same episodes
+    sel_val = select["val"]
+    t_th, t_gp = float(sel_val["theory"]["tau"][0]), float(sel_val["gp"]["tau"])
+    U_small = grid["U"][int(sel_val["theory"]["index"][0]), 0]
+    paired = {"N": float(grid["widths"][0]), "tau_theory": t_th, "tau_gp": t_gp,
+              "theory": predict(U_small, data.features["train"], data.y["train"], t_th, X_eval, return_var=False).mean,
+              "gp": predict(np.eye(16), data.features["train"], data.y["train"], t_gp, X_eval, return_var=False).mean}
+    edge = (edge_scan(data, grid["widths"][0], cfg["edge_taus"]) if cfg.get("edge_taus") else None)
     res = {"scale": scale, "config": cfg, "data": data, "grid": grid, "gp": gp, "gp_grid": gp_grid, "select": select,
            "panel": panel(data, U10, cfg["n_align"]) | {"check": res_check}, "panel_prediction": th, "slices": slices,
+           "paired": paired, "edge": edge,
            "network": {s: data.network_accuracy(s) for s in EVAL_SETS},
            "network_record": {k: v for k, v in (rec or {}).items() if k in ("source", "sha256", "config")},
            "seconds": {"extract": t_extract, "grid": grid["seconds"]}, "samples": {}}
@@ -521,10 +560,14 @@ def oneshot_summary(res: dict) -> tuple[dict, dict]:
                           for on, d in res["select"].items()},
                "panel": {"head_scores": [h.tolist() for h in res["panel"]["head_scores"]],
                          "check": res["panel"]["check"]},
-               "seconds": res["seconds"], "claims": oneshot_claims(res), "sampled": {}}
+               "seconds": res["seconds"], "claims": oneshot_claims(res), "sampled": {},
+               "edge": res.get("edge"), "paired": {k: v for k, v in res.get("paired", {}).items()
+                                                   if k not in ("theory", "gp")}}
     arrays = {"U": grid["U"], "U_gd": data.U_gd, "align_GP": res["panel"]["alignment"]["GP"],
               "align_renormalised": res["panel"]["alignment"]["renormalised"],
               "panel_mean": res["panel_prediction"].mean, "panel_var": res["panel_prediction"].var}
+    if res.get("paired"):
+        arrays["paired_theory_mean"], arrays["paired_gp_mean"] = res["paired"]["theory"], res["paired"]["gp"]
     for N, smp in res["samples"].items():
         ag = _sample_agreement(res, N)
         summary["sampled"][str(N)] = {s: ag[s] for s in EVAL_SETS} | {
@@ -553,6 +596,39 @@ def load_oneshot_run(folder) -> dict | None:
                                                                                   len(summary["widths"])):
         raise ValueError(f"{folder}/arrays.npz does not match its summary.json")
     return summary
+
+
+def paired_comparison(theory_mean, gp_mean, y) -> dict:
+    """Theory against GP on the same episodes: accuracy difference (points) with its paired standard error,
+    and the counts of episodes only the theory / only the GP gets right (McNemar's discordant pairs)."""
+    t, g = np.where(np.asarray(theory_mean) > 0, 1.0, -1.0) == y, np.where(np.asarray(gp_mean) > 0, 1.0, -1.0) == y
+    d = t.astype(float) - g.astype(float)
+    n = len(d)
+    return {"diff": 100.0 * float(d.mean()), "se": 100.0 * float(d.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan"),
+            "only_theory": int((t & ~g).sum()), "only_gp": int((g & ~t).sum()), "n": int(n)}
+
+
+def run_panel(run: dict) -> dict:
+    """The ``N = 10``, ``tau = 0.5`` panel of a reloaded run (:func:`load_oneshot_run`): theory ``U``, sampled
+    ``U_hat`` (``None`` without samples), gradient-descent ``U_gd``, head scores, alignment, the grid index
+    of the panel point and the validation-selected grid indices per width."""
+    cfg, arrays = run["config"], run["arrays"]
+    taus, widths = [float(t) for t in run["taus"]], [float(w) for w in run["widths"]]
+    i_t, i_n = taus.index(float(cfg["panel_tau"])), widths.index(float(cfg["panel_N"]))
+    N = int(cfg["panel_N"])
+    return {"U": arrays["U"][i_t, i_n], "U_hat": arrays.get(f"sample_N{N}_U_hat"), "U_gd": arrays["U_gd"],
+            "head_scores": [np.asarray(h) for h in run["panel"]["head_scores"]], "index": (i_t, i_n),
+            "alignment": {"GP": arrays["align_GP"], "renormalised": arrays["align_renormalised"]},
+            "selected_index": [taus.index(float(t)) for t in run["select"]["val"]["theory"]["tau"]]}
+
+
+def run_paired(run: dict) -> dict:
+    """Per set, :func:`paired_comparison` of the theory (smallest width, validation-selected temperature)
+    and the GP (validation-selected temperature) on the same episodes of a reloaded run."""
+    n = int(run["config"]["n_eval"])
+    y = np.repeat([1.0, -1.0], n // 2)  # every evaluation set is stored as its +1 block, then its -1 block
+    th, gp = run["arrays"]["paired_theory_mean"], run["arrays"]["paired_gp_mean"]
+    return {s: paired_comparison(th[k * n:(k + 1) * n], gp[k * n:(k + 1) * n], y) for k, s in enumerate(EVAL_SETS)}
 
 
 # ------------------------------------------------------------------------------------------ tables

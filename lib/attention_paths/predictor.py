@@ -11,7 +11,7 @@ import numpy as np
 from scipy import linalg
 
 from .kernels import _check_features, _check_U, renormalized_kernel
-from .validation import check_targets, check_tau
+from .validation import check_labels, check_targets, check_tau
 
 __all__ = ["Prediction", "predict", "accuracy", "generalization_error", "kernel_alignment", "kernel_target_alignment",
            "class_block_contrast"]
@@ -80,16 +80,27 @@ def predict(U, train_features, y, tau: float, test_features, *, return_var: bool
 
 
 def accuracy(mean, y) -> float:
-    """Accuracy of the mean predictor in percent; an exactly zero mean counts as wrong (spec T§10)."""
-    mean, y = np.asarray(mean), np.asarray(y)
+    """Accuracy of the mean predictor in percent; an exactly zero mean counts as wrong (spec T§10).
+
+    ``y`` are labels in the +-1 convention (others, e.g. 0/1, are refused: the sign of the prediction is
+    compared with them).
+    """
+    mean, y = np.asarray(mean, dtype=np.float64), check_labels(y)
     if mean.shape != y.shape:
         raise ValueError(f"predictions {mean.shape} and labels {y.shape} differ in shape")
-    return 100.0 * float(np.mean(np.sign(mean) == np.sign(y)))
+    if mean.size == 0:
+        raise ValueError("no test points: the accuracy of an empty set is undefined")
+    return 100.0 * float(np.mean(np.sign(mean) == y))
 
 
 def generalization_error(mean, var, y) -> float:
     """Squared-loss generalisation error ``mean[(y - <f>)^2 + Var f]`` (spec T§10)."""
     mean, var, y = np.asarray(mean), np.asarray(var), np.asarray(y)
+    if not (mean.shape == var.shape == y.shape) or mean.ndim != 1:
+        raise ValueError(f"mean, variance and targets must be vectors of one shape [M], got {mean.shape}, "
+                         f"{var.shape} and {y.shape}")
+    if mean.size == 0:
+        raise ValueError("no test points: the generalisation error of an empty set is undefined")
     return float(np.mean((y - mean) ** 2 + var))
 
 

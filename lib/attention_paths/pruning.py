@@ -30,7 +30,7 @@ from .scores import head_labels, head_scores, silence_heads
 __all__ = ["HEADS", "REFERENCE_COMBINATIONS", "PRUNING_EXPERIMENT", "path_outputs", "path_coefficients",
            "pruned_outputs", "correct", "drop_with_error", "score_order", "combinations_from_scores",
            "magnitude_scores", "theory_side_drops", "spearman_with_ci", "score_stability", "run_pruning",
-           "pruning_claims", "pruning_summary", "format_table", "parse_heads", "head_name"]
+           "pruning_claims", "pruning_summary", "load_pruning_run", "format_table", "format_statistics", "parse_heads", "head_name"]
 
 HEADS = (4, 4)
 ALL_HEADS = [(l, h) for l in range(len(HEADS)) for h in range(HEADS[l])]
@@ -330,7 +330,61 @@ def pruning_summary(res: dict) -> tuple[dict, dict]:
     return summary, arrays
 
 
+def load_pruning_run(folder) -> dict | None:
+    """A run written by ``python -m attention_paths pruning --out folder``: its summary (the result of
+    :func:`run_pruning` without the per-path outputs, plus claims and provenance) with the per-path outputs
+    and targets under ``summary["arrays"]``; ``None`` when ``folder/summary.json`` does not exist.  A damaged
+    or foreign run raises ``ValueError``."""
+    from pathlib import Path
+
+    from .io import load_json, load_npz
+
+    folder = Path(folder)
+    if not (folder / "summary.json").exists():
+        return None
+    summary = load_json(folder / "summary.json")
+    if summary.get("experiment") != "pruning":
+        raise ValueError(f"{folder}/summary.json is not a pruning run")
+    missing = [k for k in ("order", "scores", "singles", "combinations", "spearman", "claims") if k not in summary]
+    if missing:
+        raise ValueError(f"{folder}/summary.json lacks {missing}")
+    summary["arrays"] = load_npz(folder / "arrays.npz")
+    for s_name, n in summary["n_episodes"].items():
+        F = summary["arrays"].get(f"F_{s_name}")
+        if F is None or F.shape != (n, int(np.prod(HEADS))):
+            raise ValueError(f"{folder}/arrays.npz does not match its summary.json (set {s_name})")
+    return summary
+
+
 # ------------------------------------------------------------------------------------------ tables
+def format_statistics(res: dict) -> str:
+    """The statistics behind claims C1, C5 and C6 as text: Spearman(score, drop) with bootstrap intervals for
+    the theory and the magnitude scores, the two lowest-scoring heads against all pairs of heads, the two
+    smallest heads by value-weight norm, and the ranking at the validation-selected temperature."""
+    lines = []
+    for name, r in res["spearman"].items():
+        lines.append(f"Spearman(score, drop), {name:>9} score: {r['rho']:+.2f}  95% bootstrap interval "
+                     f"[{r['ci95'][0]:+.2f}, {r['ci95'][1]:+.2f}] ({r['n_boot']} resamples of the episodes)")
+    pairs = res["pairs"]
+    pair_drops = np.array([e["drop"]["test"] for e in pairs.values()])
+    two = res["combinations"]["2 lowest"]
+    lines.append(f"all {len(pairs)} pairs of heads: drop {pair_drops.mean():.1f} points on average, median "
+                 f"{np.median(pair_drops):.1f}; the two lowest-scoring heads {','.join(two['heads'])}: "
+                 f"{two['drop']['test']:+.1f} ± {two['drop_se']['test']:.1f} "
+                 f"(rank {int((pair_drops < two['drop']['test']).sum()) + 1} of {len(pairs)})")
+    mag = score_order([np.array([res["magnitude"][head_name((l, h))] for h in range(HEADS[l])])
+                       for l in range(len(HEADS))])
+    mag_two = ",".join(head_name(h) for h in sorted(mag[:2]))
+    drop = pairs.get(mag_two, {"drop": {"test": float("nan")}})["drop"]["test"]
+    lines.append(f"the two smallest heads by value-weight norm, {mag_two}: drop {drop:+.1f} points")
+    sel = res["scores_selected_tau"]
+    labels = list(res["scores"])
+    rho = spearmanr([res["scores"][k] for k in labels], [sel[k] for k in labels]).statistic
+    lines.append(f"scores at N = 10 and the validation-selected temperature tau = {sel['tau']:g} rank the heads "
+                 f"with Spearman {rho:.2f} against the tau = 0.5 scores")
+    return "\n".join(lines)
+
+
 def format_table(res: dict) -> str:
     """Accuracy and drop (± paired standard error) of every pruned network, in and out of distribution."""
     lines = [f"{'pruned heads':<34}{'test':>15}{'MNIST':>15}{'FashionMNIST':>15}",

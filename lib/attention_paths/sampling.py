@@ -46,7 +46,7 @@ from .io import _atomic  # noqa: E402
 from .kernels import PathKernel  # noqa: E402
 from .predictor import accuracy  # noqa: E402
 from .progress import quiet  # noqa: E402
-from .validation import check_targets, check_tau  # noqa: E402
+from .validation import check_features, check_targets, check_tau  # noqa: E402
 
 __all__ = ["SamplerConfig", "PosteriorSamples", "sample_full", "sample_rao_blackwell", "load_samples",
            "SamplingWarning"]
@@ -271,6 +271,11 @@ def load_samples(path) -> PosteriorSamples:
         raise FileNotFoundError(f"sampling result {path} does not exist") from None
     except Exception as err:  # zip, JSON or key errors all mean a damaged file
         raise ValueError(f"sampling result {path} is corrupted or not a sampling result ({err!r})") from None
+    missing = [k for k in ("kind", "settings", "diagnostics", "wall_seconds") if k not in meta] + \
+        [k for k in ("U", "mean_samples", "var_samples") if k not in arrays]
+    if missing:
+        raise ValueError(f"sampling result {path} is incomplete: it lacks {missing} (not written by "
+                         "PosteriorSamples.save, or damaged)")
     extra = {k[len("extra_"):]: v for k, v in arrays.items() if k.startswith("extra_")}
     return PosteriorSamples(kind=meta["kind"], settings=meta["settings"], U=arrays["U"],
                             mean_samples=arrays["mean_samples"], var_samples=arrays["var_samples"],
@@ -328,11 +333,7 @@ def _warn_if_bad(d: dict, kind: str):
 
 
 def _check_inputs(xi_or_feats, y, tau, what):
-    arr = np.asarray(xi_or_feats, dtype=np.float64)
-    if arr.ndim != 3:
-        raise ValueError(f"{what} must be a 3-d array, got shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{what} contain non-finite values")
+    arr = check_features(xi_or_feats, what, "a 3-d array")
     return arr, check_targets(y, arr.shape[0]), check_tau(tau)
 
 
@@ -395,8 +396,8 @@ def sample_full(xi_train, y, tau: float, arch: Architecture, xi_test, *, sigma0_
     PosteriorSamples with per-sample test outputs ``f(x*; Theta_s)``
     """
     xi_train, y, tau = _check_inputs(xi_train, y, tau, "training path inputs")
-    xi_test = np.asarray(xi_test, dtype=np.float64)
-    if xi_test.ndim != 3 or xi_test.shape[1:] != xi_train.shape[1:]:
+    xi_test = check_features(xi_test, "test path inputs", f"[M, {xi_train.shape[1]}, {xi_train.shape[2]}]")
+    if xi_test.shape[1:] != xi_train.shape[1:]:
         raise ValueError(f"test path inputs must have shape [M, {xi_train.shape[1]}, {xi_train.shape[2]}], "
                          f"got {xi_test.shape}")
     if arch.n_paths != xi_train.shape[1]:
@@ -446,8 +447,8 @@ def sample_rao_blackwell(features_train, y, tau: float, arch: Architecture, feat
     PosteriorSamples with the per-sample conditional predictive mean and variance at the test inputs
     """
     X, y, tau = _check_inputs(features_train, y, tau, "training path features")
-    Xt = np.asarray(features_test, dtype=np.float64)
-    if Xt.ndim != 3 or Xt.shape[1:] != X.shape[1:]:
+    Xt = check_features(features_test, "test features", f"[M, {X.shape[1]}, {X.shape[2]}]")
+    if Xt.shape[1:] != X.shape[1:]:
         raise ValueError(f"test features must have shape [M, {X.shape[1]}, {X.shape[2]}], got {Xt.shape}")
     if arch.n_paths != X.shape[2]:
         raise ValueError(f"architecture has {arch.n_paths} paths, features have {X.shape[2]}")

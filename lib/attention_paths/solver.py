@@ -17,6 +17,7 @@ from scipy import linalg, optimize
 
 from .action import Action, NotPositiveDefiniteError
 from .threads import blas_threads_for
+from .validation import check_count, check_tolerance
 
 __all__ = ["SolveResult", "SolverError", "solve", "solve_continuation", "random_psd_start"]
 
@@ -131,7 +132,10 @@ def _newton(action: Action, Us, tol: float, max_steps: int):
     for _ in range(max_steps):
         if _grad_max(action, grads) <= tol:
             break
-        H = action.hessian(Us) * scale
+        try:
+            H = action.hessian(Us) * scale
+        except NotPositiveDefiniteError:
+            break  # too close to the edge of the positive-definite cone for the Hessian's differences
         g = pk.pack_gradient(grads) * scale
         try:
             step = -linalg.solve(H, g, assume_a="pos")
@@ -185,6 +189,12 @@ def solve(action: Action, init: Sequence[np.ndarray] | None = None, *, tol: floa
     -------
     SolveResult
     """
+    tol = check_tolerance(tol)
+    max_iter = check_count(max_iter, "max_iter", 1)
+    newton_steps = check_count(newton_steps, "newton_steps", 0)
+    n_restarts = check_count(n_restarts, "n_restarts", 0)
+    if not isinstance(action, Action):
+        raise TypeError(f"solve needs an attention_paths.Action, got {type(action).__name__}")
     with blas_threads_for(action.kernel.P):
         return _solve(action, init, tol=tol, max_iter=max_iter, newton_steps=newton_steps, n_restarts=n_restarts,
                       seed=seed, check_hessian=check_hessian, raise_on_failure=raise_on_failure)
@@ -194,8 +204,12 @@ def _solve(action, init, *, tol, max_iter, newton_steps, n_restarts, seed, check
     gp, _ = action.arch.gp_order_parameters()
     Us0 = gp if init is None else action.check(init)
     for l, U in enumerate(Us0):
-        if np.linalg.eigvalsh(U).min() <= 0:
+        w = np.linalg.eigvalsh(U)
+        if w.min() <= 0:
             raise NotPositiveDefiniteError(f"initial U_{l + 1} is not positive definite")
+        if w.min() < 1e-12 * max(np.abs(gp[l]).max(), w.max()):
+            raise ValueError(f"initial U_{l + 1} is numerically singular (eigenvalues {w.min():.1e} .. {w.max():.1e}); "
+                             "start from the GP point (init=None) or a well-conditioned positive-definite matrix")
     Us, S, grads, nit, nn = _single_solve(action, Us0, tol, max_iter, newton_steps)
     rng = np.random.default_rng(seed)
     restarts = []
@@ -211,12 +225,22 @@ def _solve(action, init, *, tol, max_iter, newton_steps, n_restarts, seed, check
             if Sr < S:
                 Us, S, grads = Ur, Sr, gr
     gmax = _grad_max(action, grads)
+    finite = bool(np.isfinite(S) and np.isfinite(gmax))
     min_eig = None
-    if check_hessian:
-        min_eig = float(np.linalg.eigvalsh(action.hessian(Us) / action.arch.n_max).min())
-    converged = gmax <= tol and (min_eig is None or min_eig > 0)
-    msg = "converged" if converged else (
-        f"not converged: max|dS/dU|/N = {gmax:.3e} (tol {tol:.1e}), Hessian min eigenvalue = {min_eig}")
+    if check_hessian and finite:
+        try:
+            min_eig = float(np.linalg.eigvalsh(action.hessian(Us) / action.arch.n_max).min())
+        except NotPositiveDefiniteError as err:
+            raise SolverError(f"the solution lies on the edge of the positive-definite cone ({err}), so its Hessian "
+                              f"cannot be evaluated; the widths {action.arch.widths} or the temperature "
+                              f"{action.tau} are probably out of the theory's range for these data") from None
+    converged = finite and gmax <= tol and (min_eig is None or min_eig > 0)
+    if not finite:
+        msg = (f"not converged: the action ({S}) or its gradient (max {gmax}) is not finite -- the features are "
+               "probably too large (or too small) for float64; rescale them")
+    else:
+        msg = "converged" if converged else (
+            f"not converged: max|dS/dU|/N = {gmax:.3e} (tol {tol:.1e}), Hessian min eigenvalue = {min_eig}")
     result = SolveResult(Us=Us, Ua=action.ua(Us[-1]), action=float(S), grad_max=float(gmax), n_iter=nit + nn,
                          n_newton=nn, converged=converged, hessian_min_eig=min_eig, tol=tol, restarts=restarts,
                          message=msg)

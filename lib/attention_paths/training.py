@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -23,7 +24,7 @@ from .incontext import Episodes, InContextTransformer, ood_episodes, sample_epis
 
 __all__ = ["TrainConfig", "TRAIN_CONFIGS", "train", "evaluate", "load_trained", "fixed_episodes",
            "checkpoint_sha256", "config_for", "summary_table", "export_checkpoint", "trained_network",
-           "repo_data_dir", "evaluation_sets", "describe_record"]
+           "repo_data_dir", "evaluation_sets", "describe_record", "hardware", "PRECISIONS"]
 
 EPISODES_PER_EPOCH = 527_878  # binom(1028, 2)
 
@@ -63,6 +64,18 @@ TRAIN_CONFIGS = {
 
 def _device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def hardware() -> dict:
+    """The machine a run uses: CPU model and core count, torch threads and CUDA device (if any)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"cpu": cpu, "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
 
 
 def fixed_episodes(split_images: np.ndarray, n: int, seed: int, drawing_seed: int = 0) -> Episodes:
@@ -240,7 +253,7 @@ def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bo
                "finished": bool(final and final["step"] >= cfg.steps), "history": history, "final": final,
                "best_validation": best, "device": str(dev),
                "device_name": torch.cuda.get_device_name(0) if dev.type == "cuda" else os.uname().machine,
-               "threads": torch.get_num_threads(),
+               "threads": torch.get_num_threads(), "hardware": hardware(),
                "forward": "layer-wise" if layerwise else "path-factorised",
                "precision": str(amp_dtype or torch.float32).removeprefix("torch."),
                "episodes_per_second": (final["step"] * cfg.batch / final["seconds"]) if final and final["seconds"] else None,
@@ -266,8 +279,9 @@ def describe_record(record: dict) -> str:
         f"steps {record['steps_done']} of the paper recipe's {TrainConfig().steps} "
         f"({'finished' if record['finished'] else 'stopped early'}); batch {cfg['batch']}, "
         f"d_model {cfg['d_model']}, seed {cfg['seed']}",
-        f"trained on {record['device']} ({record['device_name']}, {record['threads']} threads) in "
-        f"{last['seconds'] / 60:.0f} min, {record['episodes_per_second']:.0f} episodes/s",
+        f"trained on {record['device']} ({record.get('hardware', {}).get('cpu', record['device_name'])}, "
+        f"{record['threads']} threads) in {last['seconds'] / 60:.0f} min, {record['episodes_per_second']:.0f} "
+        f"episodes/s, {record.get('forward', 'layer-wise')} forward, {record.get('precision', 'float32')}",
         f"code {str(record['provenance']['git_commit'])[:10]}, SHA-256 {record.get('sha256', '?')[:16]}..."])
 
 
@@ -301,6 +315,11 @@ def export_checkpoint(run_dir, dest_dir) -> dict:
     _atomic_torch_save({k: v for k, v in ck.items() if k not in ("optimizer", "rng_state", "scaler")},
                        dest_dir / "model.pt")
     record = dict(summary)
+    if "hardware" not in record:  # runs from before the field: the export runs where the run was trained
+        record["hardware"] = dict(hardware(), note="recorded when the checkpoint was exported")
+    final = (summary.get("history") or [{}])[-1]
+    record["accuracies"] = {s: {"accuracy": final[s]["accuracy"], "episodes": final[s]["n"]}
+                            for s in ("val", "test", "MNIST", "FashionMNIST") if s in final}
     record["exported"] = {"file": "model.pt", "sha256": checkpoint_sha256(dest_dir / "model.pt"),
                           "from": "last checkpoint (spec OP-E5: the last checkpoint feeds everything downstream)"}
     atomic_write_json(dest_dir / "record.json", record)

@@ -3,12 +3,63 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_targets", "check_tau"]
+__all__ = ["check_targets", "check_tau", "check_features", "check_labels", "check_count", "check_tolerance"]
+
+
+def check_features(X, name: str = "features", layout: str = "[P, N0, Pi]") -> np.ndarray:
+    """A real, finite, non-empty 3-d array (features or path inputs) as float64; errors name ``name``."""
+    if np.iscomplexobj(X):
+        raise ValueError(f"{name} are complex; the theory needs real arrays of shape {layout}")
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a real array of shape {layout} ({err})") from None
+    if X.ndim != 3:
+        raise ValueError(f"{name} must have shape {layout}, got {X.shape}")
+    if 0 in X.shape:
+        raise ValueError(f"{name} are empty (shape {X.shape}); need at least one example")
+    if not np.isfinite(X).all():
+        raise ValueError(f"{name} contain non-finite values")
+    return X
+
+
+def check_labels(y, name: str = "labels") -> np.ndarray:
+    """Binary labels in the +-1 convention (every accuracy in this package compares signs with them)."""
+    y = np.asarray(y, dtype=np.float64)
+    bad = ~np.isin(y, (-1.0, 1.0))
+    if bad.any():
+        values = np.unique(y[bad])[:5]
+        raise ValueError(f"{name} must be +1 or -1 (the package's convention for two classes); found "
+                         f"{values.tolist()}{'...' if bad.sum() > 5 else ''} -- map 0/1 labels with 2 * y - 1")
+    return y
+
+
+def check_count(value, name: str, minimum: int = 0) -> int:
+    """An integer count >= ``minimum`` (iterations, restarts, steps); a float with a fraction is refused."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating))
+            or not float(value).is_integer() or value < minimum):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_tolerance(tol, name: str = "tol") -> float:
+    """A positive finite tolerance."""
+    try:
+        tol = float(tol)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive number, got {tol!r}") from None
+    if not (np.isfinite(tol) and tol > 0):
+        raise ValueError(f"{name} must be positive and finite, got {tol}")
+    return tol
 
 
 def check_targets(y, P: int) -> np.ndarray:
     """Training targets as a float64 vector of length ``P`` with finite entries."""
+    if np.iscomplexobj(y):
+        raise ValueError("targets are complex; they must be real")
     y = np.asarray(y, dtype=np.float64)
+    if P < 1:
+        raise ValueError("the training set is empty (P = 0)")
     if y.shape != (P,):
         raise ValueError(f"targets must have shape [P={P}], got {y.shape}")
     if not np.isfinite(y).all():
@@ -18,7 +69,10 @@ def check_targets(y, P: int) -> np.ndarray:
 
 def check_tau(tau) -> float:
     """The temperature (likelihood variance) as a positive finite float."""
-    tau = float(tau)
+    try:
+        tau = float(tau)
+    except (TypeError, ValueError):
+        raise ValueError(f"temperature tau must be a positive number, got {tau!r}") from None
     if not (np.isfinite(tau) and tau > 0):
         raise ValueError(f"temperature tau must be positive and finite, got {tau}")
     return tau
