@@ -60,6 +60,20 @@ def main(argv=None) -> int:
 
     scale = get_scale(args.scale)
     out = args.out or f"out/{args.experiment}-{scale}"
+    if args.max_steps is not None and args.max_steps < 1:
+        parser.error(f"--max-steps must be a positive number of steps, got {args.max_steps}")
+    if args.cpu_devices is not None and args.cpu_devices < 1:
+        parser.error(f"--cpu-devices must be positive, got {args.cpu_devices}")
+    if args.workers < 1:
+        parser.error(f"--workers must be positive, got {args.workers}")
+    for name in ("only", "force"):
+        value = getattr(args, name)
+        if value is not None and (value or name == "only") and not [v for v in value.split(",") if v.strip()]:
+            parser.error(f"--{name} names no stage ({value!r}); give stage names separated by commas, "
+                         "see --status for the list")
+    problem = _unusable_out(out, must_write=not (args.experiment == "reproduce" and args.status))
+    if problem:
+        parser.error(problem)
     if args.experiment == "reproduce":
         return _reproduce(args, scale, out, parser)
     if args.experiment == "omniglot-train":
@@ -68,7 +82,8 @@ def main(argv=None) -> int:
         summary = train(config_for(scale), out, progress=not args.quiet, max_steps=args.max_steps,
                         precision=args.precision)
         print(summary_table(summary))
-        print(f"wrote {out}/summary.json, {out}/last.pt and {out}/best.pt", file=sys.stderr)
+        written = [f"{out}/{f}" for f in ("summary.json", "last.pt", "best.pt") if os.path.exists(os.path.join(out, f))]
+        print(f"wrote {', '.join(written)}", file=sys.stderr)
         return 0
     budget = _sampling_budget(args, parser)
     options = {"omniglot-theory": {"network": args.network, "sample": not args.no_sample, "budget": budget},
@@ -80,6 +95,26 @@ def main(argv=None) -> int:
     print(json.dumps({k: v for k, v in summary.items() if k not in skip}, indent=2, default=str))
     print(f"wrote {out}/summary.json and {out}/arrays.npz", file=sys.stderr)
     return 0
+
+
+def _unusable_out(out, must_write: bool = True) -> str | None:
+    """Why ``--out`` cannot hold results (a file, not writable), checked before any computation; ``None`` if
+    it can.  The folder is created when missing (and writing is tried)."""
+    import tempfile
+    from pathlib import Path
+
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        return f"--out {out} is a file, not a folder; name a folder for the results"
+    if not must_write:
+        return None
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as err:
+        return f"--out {out} cannot be written ({err.strerror or err})"
+    return None
 
 
 def _sampling_budget(args, parser) -> dict | None:
@@ -104,8 +139,8 @@ def _reproduce(args, scale, out, parser) -> int:
     if args.status:
         print(status_table(stages, out))
         return 0
-    only = [s for s in args.only.split(",") if s] if args.only else None
-    force = [s for s in args.force.split(",") if s]
+    only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only is not None else None
+    force = [s.strip() for s in args.force.split(",") if s.strip()]
     client = cluster = None
     if args.scheduler or args.workers > 1:
         from distributed import Client, LocalCluster

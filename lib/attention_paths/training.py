@@ -185,6 +185,8 @@ def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bo
     from .omniglot import load_split
     from .progress import progress_bar
 
+    if max_steps is not None and (isinstance(max_steps, bool) or int(max_steps) != max_steps or max_steps < 1):
+        raise ValueError(f"max_steps must be a positive number of steps (or None), got {max_steps!r}")
     out = Path(out)
     dev = _device()
     torch.manual_seed(cfg.seed)
