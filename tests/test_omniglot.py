@@ -108,6 +108,61 @@ def test_missing_datasets_name_the_variable(tmp_path, monkeypatch):
         om.load_split("holdout")
 
 
+def _raw_or_skip(name):
+    src = SHARED / name / "raw"
+    if not (src / "t10k-labels-idx1-ubyte.gz").exists():
+        pytest.skip(f"no offline {name} files under {src} (set SHARED_DATA)")
+    return src
+
+
+@pytest.mark.parametrize("name", ["MNIST", "FashionMNIST"])
+def test_ood_raw_files_offline_layout_md5_and_damage(tmp_path, monkeypatch, name):
+    """The README's offline layout (the four .gz files) loads with ATTENTION_PATHS_OFFLINE=1; a damaged or
+    truncated file is reported as damaged, by name, not as missing."""
+    import shutil
+
+    src = _raw_or_skip(name)
+    raw = tmp_path / name / "raw"
+    raw.mkdir(parents=True)
+    for f in src.glob("*.gz"):
+        shutil.copy(f, raw / f.name)
+    monkeypatch.setenv("ATTENTION_PATHS_OFFLINE", "1")
+    ood = om.load_ood(name, root=tmp_path)  # unpacked offline after the MD5 check
+    n0, n1 = {"MNIST": (980, 1135), "FashionMNIST": (1000, 1000)}[name]
+    assert len(ood["test"]) == n0 + n1 and int((ood["test_labels"] == 0).sum()) == n0
+    assert (raw / "t10k-labels-idx1-ubyte").exists()
+    # an altered label file: MD5 mismatch, named
+    labels = raw / "t10k-labels-idx1-ubyte.gz"
+    good = labels.read_bytes()
+    labels.write_bytes(good[:-9] + bytes(9))
+    with pytest.raises(om.DatasetDamagedError, match="t10k-labels-idx1-ubyte.gz.*MD5"):
+        om.load_ood(name, root=tmp_path)
+    # a truncated unpacked file without its .gz: damaged, named
+    labels.unlink()
+    idx = raw / "t10k-labels-idx1-ubyte"
+    idx.write_bytes(idx.read_bytes()[:-100])
+    with pytest.raises(om.DatasetDamagedError, match="t10k-labels-idx1-ubyte is damaged"):
+        om.load_ood(name, root=tmp_path)
+    # the .gz back: the truncated IDX file is replaced by a fresh unpack
+    labels.write_bytes(good)
+    assert len(om.load_ood(name, root=tmp_path)["test"]) == n0 + n1
+
+
+def test_damaged_omniglot_png_is_named(tmp_path):
+    import shutil
+
+    tree = _tree_or_skip()
+    chars = om.split_characters(om.list_characters(tree))["val"]
+    for s_name, alphabet, _ in {(c[0], c[1], None) for c in chars}:
+        shutil.copytree(tree / f"images_{s_name}" / alphabet, tmp_path / "omniglot-py" / f"images_{s_name}" / alphabet)
+    first_eval = sorted((tree / "images_evaluation").iterdir())[0]  # the tree needs both halves
+    shutil.copytree(first_eval, tmp_path / "omniglot-py" / "images_evaluation" / first_eval.name)
+    png = sorted((tmp_path / "omniglot-py" / "images_background").rglob("*.png"))[0]
+    png.write_bytes(b"\x89PNG not really")
+    with pytest.raises(om.DatasetDamagedError, match=png.name):
+        om.load_split("val", root=tmp_path, download=False, cache_dir=tmp_path / "cache")
+
+
 # ------------------------------------------------------------------------------------------ episodes, tokens
 def _coded_images(C=6, D=20):
     """uint8 images whose pixel (0, 0) encodes the class and (0, 1) the drawing."""

@@ -14,6 +14,7 @@ the reference pipeline exactly (spec §E.2, "exact caching").
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import os
@@ -24,7 +25,7 @@ import numpy as np
 
 from .config import data_root
 
-__all__ = ["DatasetMissingError", "omniglot_tree", "list_characters", "split_of", "split_characters",
+__all__ = ["DatasetMissingError", "DatasetDamagedError", "omniglot_tree", "list_characters", "split_of", "split_characters",
            "OmniglotSplit", "load_split", "preprocess_omniglot_png", "omniglot_to_float",
            "load_ood", "OOD_NORMALISATION", "OMNIGLOT_NORMALISATION", "SPLIT_SIZES"]
 
@@ -48,6 +49,54 @@ def _missing(what: str, where: Path, hint: str) -> DatasetMissingError:
     return DatasetMissingError(
         f"{what} was not found under {where} and could not be downloaded (offline?). The dataset root is "
         f"$ATTENTION_PATHS_DATA (now {data_root()}); {hint}")
+
+
+class DatasetDamagedError(ValueError):
+    """A dataset file is present but damaged (wrong checksum, truncated, unreadable); the message names it."""
+
+
+def _idx_intact(path: Path) -> bool:
+    """Whether an unpacked IDX file's size matches the dimensions in its header."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+            if len(head) < 4 or head[:2] != b"\x00\x00":
+                return False
+            dims = fh.read(4 * head[3])
+        if len(dims) < 4 * head[3]:
+            return False
+        n = int(np.prod([int.from_bytes(dims[4 * i:4 * i + 4], "big") for i in range(head[3])]))
+        return path.stat().st_size == 4 + 4 * head[3] + n
+    except OSError:
+        return False
+
+
+def _verify_and_unpack(cls, raw: Path) -> None:
+    """Check the raw MNIST-format files of torchvision dataset ``cls`` under ``raw`` and unpack them offline.
+
+    A ``.gz`` file must have torchvision's published MD5 and is unpacked (atomically) when its IDX file is
+    missing or truncated; an IDX file without its ``.gz`` must at least match its own header.  Damage raises
+    :class:`DatasetDamagedError` naming the file; missing files are left to torchvision (download or error).
+    """
+    from .io import _atomic
+
+    for filename, md5 in cls.resources:
+        gz, idx = raw / filename, raw / filename[: -len(".gz")]
+        if gz.exists():
+            digest = hashlib.md5(gz.read_bytes(), usedforsecurity=False).hexdigest()
+            if digest != md5:
+                raise DatasetDamagedError(
+                    f"{gz} is damaged: its MD5 is {digest}, torchvision's {cls.__name__} file has {md5}; "
+                    "replace it with the official file (or delete it to download it again)")
+            if not (idx.exists() and _idx_intact(idx)):
+                try:
+                    data = gzip.decompress(gz.read_bytes())
+                except (OSError, EOFError, gzip.BadGzipFile) as err:
+                    raise DatasetDamagedError(f"{gz} cannot be unpacked ({err})") from None
+                _atomic(idx, lambda fh: fh.write(data))
+        elif idx.exists() and not _idx_intact(idx):
+            raise DatasetDamagedError(f"{idx} is damaged: its size does not match its IDX header (truncated?); "
+                                      f"replace it, or put the official {filename} beside it")
 
 
 def _offline() -> bool:
@@ -177,7 +226,7 @@ def load_split(split: str, root: str | Path | None = None, download: bool = True
             data = f.read_bytes()
             h.update(f.relative_to(tree).as_posix().encode())
             h.update(data)
-            row.append(data)
+            row.append((f, data))
         contents.append(row)
     checksum = h.hexdigest()
     cache = Path(cache_dir) if cache_dir is not None else root / "attention-paths-cache"
@@ -189,7 +238,14 @@ def load_split(split: str, root: str | Path | None = None, download: bool = True
                     return OmniglotSplit(split, f["images"], chars, checksum)
         except Exception:  # damaged cache: rebuild below
             pass
-    images = np.stack([np.stack([preprocess_omniglot_png(d) for d in row]) for row in contents])
+    def prep(f, data):
+        try:
+            return preprocess_omniglot_png(data)
+        except Exception as err:  # Pillow's errors do not name the file
+            raise DatasetDamagedError(f"Omniglot image {f} is damaged ({err}); replace it (e.g. rerun "
+                                      "materialize_omniglot.py or the torchvision download)") from None
+
+    images = np.stack([np.stack([prep(f, d) for f, d in row]) for row in contents])
     names = np.array(["/".join(c) for c in chars])
     _atomic(path, lambda fh: np.savez(fh, images=images, checksum=np.array(checksum), characters=names))
     return OmniglotSplit(split, images, chars, checksum)
@@ -210,6 +266,7 @@ def load_ood(name: str, root: str | Path | None = None, download: bool = True) -
         raise ValueError(f"OOD set must be one of {sorted(OOD_NORMALISATION)}, got {name!r}")
     root = Path(root) if root is not None else data_root()
     cls = getattr(torchvision.datasets, name)
+    _verify_and_unpack(cls, root / name / "raw")
     try:
         train = cls(str(root), train=True, download=download and not _offline())
         test = cls(str(root), train=False, download=download and not _offline())
