@@ -357,6 +357,22 @@ def test_short_training_run_lowers_the_loss(tmp_path):
     (tmp_path / "bad.pt").write_bytes(b"junk")
     with pytest.raises(ValueError, match="corrupted"):
         tr.load_trained(tmp_path / "bad.pt")
+    # a same-size damaged checkpoint (a weight set to 1e37 by hand) is refused by its digest, by name
+    ck = torch.load(tmp_path / "last.pt", weights_only=False)
+    assert "digest" in ck
+    ck["model"]["w_in.weight"][0, 0] = 1e37
+    torch.save(ck, tmp_path / "tampered.pt")
+    with pytest.raises(ValueError, match="tampered.pt is damaged"):
+        tr.load_trained(tmp_path / "tampered.pt")
+    # resume names a bad last.pt instead of torch's or a KeyError
+    del ck["optimizer"]
+    ck.pop("digest")
+    torch.save(ck, tmp_path / "last.pt")
+    with pytest.raises(ValueError, match=r"last.pt is incomplete.*optimizer"):
+        tr.train(cfg, tmp_path, progress=False)
+    (tmp_path / "last.pt").write_bytes(b"\x00" * 100)
+    with pytest.raises(ValueError, match="last.pt is corrupted"):
+        tr.train(cfg, tmp_path, progress=False)
 
 
 @pytest.mark.parametrize("name, steps", [("quick", 4000), ("paper", 41_240)])

@@ -105,10 +105,55 @@ def evaluate(net: InContextTransformer, episodes: Episodes, batch: int = 256, *,
             "n": int(len(y))}
 
 
+def _state_digest(ck: dict) -> str:
+    """SHA-256 of a checkpoint's model weights (and optimiser state, when present), in key order."""
+    h = hashlib.sha256()
+
+    def add(obj, prefix=""):
+        if isinstance(obj, torch.Tensor):
+            h.update(prefix.encode())
+            h.update(obj.detach().cpu().contiguous().numpy().tobytes())
+        elif isinstance(obj, dict):
+            for k in sorted(obj, key=str):
+                add(obj[k], f"{prefix}/{k}")
+        elif isinstance(obj, (list, tuple)):
+            for i, v in enumerate(obj):
+                add(v, f"{prefix}/{i}")
+        elif isinstance(obj, (int, float, str, bool)) or obj is None:
+            h.update(f"{prefix}={obj!r}".encode())
+
+    add(ck.get("model", {}), "model")
+    if "optimizer" in ck:
+        add(ck["optimizer"], "optimizer")
+    return h.hexdigest()
+
+
 def _atomic_torch_save(obj, path: Path):
+    """Write a checkpoint atomically, with the digest of its weights inside (checked by :func:`_read_checkpoint`)."""
     from .io import _atomic
 
+    obj = {**obj, "digest": _state_digest(obj)}
     _atomic(Path(path), lambda fh: torch.save(obj, fh))
+
+
+def _read_checkpoint(path: Path, device, need=("config", "model")) -> dict:
+    """A checkpoint written by this module, verified: readable, with the keys ``need``, and (when it carries
+    one) matching its weights' digest.  Anything else raises ``ValueError`` naming the file."""
+    try:
+        ck = torch.load(path, map_location=device, weights_only=False)
+    except FileNotFoundError:
+        raise
+    except Exception as err:
+        raise ValueError(f"checkpoint {path} is corrupted or not a training checkpoint ({err!r}); delete it to "
+                         "start again, or restore it") from None
+    if not isinstance(ck, dict):
+        raise ValueError(f"checkpoint {path} is not a training checkpoint (a {type(ck).__name__}, not a dict)")
+    missing = [k for k in need if k not in ck]
+    if missing:
+        raise ValueError(f"checkpoint {path} is incomplete: it lacks {missing}")
+    if "digest" in ck and _state_digest(ck) != ck["digest"]:
+        raise ValueError(f"checkpoint {path} is damaged: its weights do not match the digest it was written with")
+    return ck
 
 
 def checkpoint_sha256(path) -> str:
@@ -120,8 +165,8 @@ def load_trained(path, device: str | torch.device = "cpu") -> tuple[InContextTra
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
+    ck = _read_checkpoint(path, device)
     try:
-        ck = torch.load(path, map_location=device, weights_only=False)
         cfg = TrainConfig(**ck["config"])
         net = InContextTransformer(cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_qk, cfg.seed)
         net.load_state_dict(ck["model"])
@@ -202,7 +247,8 @@ def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bo
     step, history, best, seconds = 0, [], None, 0.0
     last = out / "last.pt"
     if resume and last.exists():
-        ck = torch.load(last, map_location=dev, weights_only=False)
+        ck = _read_checkpoint(last, dev, need=("config", "model", "optimizer", "rng_state", "step", "history",
+                                                "best", "seconds"))
         same = {k: v for k, v in ck["config"].items() if k != "steps"} == \
             {k: v for k, v in asdict(cfg).items() if k != "steps"}
         if not same:  # only the number of steps may change: a run can be extended
@@ -312,9 +358,9 @@ def export_checkpoint(run_dir, dest_dir) -> dict:
     from .io import atomic_write_json
 
     run_dir, dest_dir = Path(run_dir), Path(dest_dir)
-    ck = torch.load(run_dir / "last.pt", map_location="cpu", weights_only=False)
+    ck = _read_checkpoint(run_dir / "last.pt", "cpu")
     summary = json.loads((run_dir / "summary.json").read_text())
-    _atomic_torch_save({k: v for k, v in ck.items() if k not in ("optimizer", "rng_state", "scaler")},
+    _atomic_torch_save({k: v for k, v in ck.items() if k not in ("optimizer", "rng_state", "scaler", "digest")},
                        dest_dir / "model.pt")
     record = dict(summary)
     if "hardware" not in record:  # runs from before the field: the export runs where the run was trained
