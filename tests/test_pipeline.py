@@ -105,7 +105,7 @@ def test_a_failing_stage_leaves_nothing_half_written(tmp_path):
     with pytest.raises(RuntimeError, match="on purpose"):
         pl.run_pipeline(stages, tmp_path, progress=False)
     assert not (tmp_path / "bad").exists()
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".") and p.name != pl.LOCK]  # the lock file stays, unlocked
     assert pl.stage_state(tmp_path / "source")[0] == "done"  # finished stages stay and are reused
 
 
@@ -318,3 +318,94 @@ def test_a_recomputed_stage_with_new_output_reruns_its_dependants(tmp_path):
     pl.run_pipeline(det, tmp_path / "det", progress=False)
     res = _statuses(pl.run_pipeline(det, tmp_path / "det", force=["source"], progress=False))
     assert res["source"] == "ran" and {v for k, v in res.items() if k != "source"} == {"skipped"}
+
+
+# ------------------------------------------------------------------------------------------ issue 18, group 1
+_SLOW_RUN = '''
+import sys, time
+from attention_paths.pipeline import Stage, run_pipeline
+from attention_paths.io import atomic_savez
+import numpy as np
+
+def slow(ctx):
+    atomic_savez(ctx.out / "a.npz", a=np.arange(3))
+    time.sleep(float(sys.argv[2]))
+    atomic_savez(ctx.out / "b.npz", b=np.arange(4))
+
+if __name__ == "__main__":
+    run_pipeline([Stage("slow", slow, {"v": 1})], sys.argv[1], progress=False)
+    print("finished")
+'''
+
+
+def test_two_processes_on_one_results_folder(tmp_path):
+    """A second run on a folder another live run holds is refused at once, with the holder named; the first
+    run's outputs stay complete; the lock goes with the process."""
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "slow_run.py"
+    script.write_text(_SLOW_RUN)
+    out = tmp_path / "out"
+    first = subprocess.Popen([sys.executable, str(script), str(out), "6"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not list(out.glob(".slow.tmp-*")) and time.time() < deadline:
+        time.sleep(0.1)
+    assert list(out.glob(".slow.tmp-*")), "the first run did not start"
+    second = subprocess.run([sys.executable, str(script), str(out), "0"], capture_output=True, text=True)
+    assert second.returncode != 0 and "in use by another run" in second.stderr and f"pid {first.pid}" in second.stderr
+    stdout, stderr = first.communicate(timeout=120)
+    assert first.returncode == 0 and "finished" in stdout, stderr
+    state, _ = pl.stage_state(out / "slow")
+    assert state == "done" and set(json.loads((out / "slow" / pl.RECORD).read_text())["files"]) == {"a.npz", "b.npz"}
+    # the lock died with the process: a third run may proceed (and skips the done stage)
+    third = subprocess.run([sys.executable, str(script), str(out), "0"], capture_output=True, text=True)
+    assert third.returncode == 0, third.stderr
+
+
+def test_a_killed_run_leaves_no_lock_and_its_leftovers_are_cleaned(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "slow_run.py"
+    script.write_text(_SLOW_RUN)
+    out = tmp_path / "out"
+    run = subprocess.Popen([sys.executable, str(script), str(out), "30"])
+    deadline = time.time() + 60
+    while not list(out.glob(".slow.tmp-*")) and time.time() < deadline:
+        time.sleep(0.1)
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    (out / ".slow.old-deadbeef").mkdir()  # as if killed between the two renames
+    assert list(out.glob(".slow.tmp-*"))
+    res = subprocess.run([sys.executable, str(script), str(out), "0"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert not list(out.glob(".slow.tmp-*")) and not list(out.glob(".slow.old-*"))
+    assert pl.stage_state(out / "slow")[0] == "done"
+
+
+@pytest.mark.parametrize("damage", ["bytes", "files-null", "files-empty", "files-list", "entry", "outside",
+                                    "not-object", "no-key"])
+def test_damaged_or_ill_formed_records_mean_corrupt(tmp_path, damage):
+    stages = pl.toy_stages(n=20, shifts=(0.0,))
+    pl.run_pipeline(stages, tmp_path, progress=False)
+    rec_path = tmp_path / "source" / pl.RECORD
+    rec = json.loads(rec_path.read_text())
+    if damage == "bytes":
+        rec_path.write_bytes(b"\xff\xfe{" + rec_path.read_bytes()[3:])
+    else:
+        bad = {"files-null": dict(rec, files=None), "files-empty": dict(rec, files={}),
+               "files-list": dict(rec, files=["x.npz"]), "entry": dict(rec, files={"x.npz": {"size": "big"}}),
+               "outside": dict(rec, files={"../x.npz": rec["files"]["x.npz"]}), "not-object": [rec],
+               "no-key": {k: v for k, v in rec.items() if k != "key"}}[damage]
+        rec_path.write_text(json.dumps(bad))
+    keys = pl.stage_keys(stages)
+    state, reason = pl.stage_state(tmp_path / "source", keys["source"])
+    assert state == "corrupt", reason
+    assert "source" in pl.status_table(stages, tmp_path)  # --status does not crash
+    res = pl.run_pipeline(stages, tmp_path, progress=False)
+    assert res["source"]["status"] == "ran" and pl.stage_state(tmp_path / "source", keys["source"])[0] == "done"

@@ -43,9 +43,69 @@ from typing import Callable, Iterable
 from .io import atomic_write_json
 
 __all__ = ["Stage", "StageContext", "code_version", "stage_keys", "stage_state", "run_pipeline", "status_table",
-           "RECORD", "toy_stages"]
+           "RECORD", "LOCK", "ResultsFolderLocked", "results_lock", "toy_stages"]
 
 RECORD = "_stage.json"
+LOCK = ".lock"
+
+
+class ResultsFolderLocked(RuntimeError):
+    """Another live run holds the results folder."""
+
+
+class results_lock:
+    """Exclusive lock on a results folder for the duration of a run (``with results_lock(out): ...``).
+
+    An ``fcntl`` lock on ``out/.lock``: released by the operating system when the holder exits or crashes, so
+    a killed run never leaves the folder locked.  A second run on the same folder fails at once with
+    :class:`ResultsFolderLocked`, naming the holder (host, pid, start time) written into the lock file.
+    """
+
+    def __init__(self, out):
+        self.path = Path(out) / LOCK
+        self.fh = None
+
+    def __enter__(self):
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(self.path, "a+")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            fh.close()
+            raise ResultsFolderLocked(f"results folder {self.path.parent} is in use by another run ({holder}); "
+                                      "wait for it to finish, or use another --out") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"host {platform.node()}, pid {os.getpid()}, since {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
+        fh.flush()
+        self.fh = fh
+        return self
+
+    def __exit__(self, *exc):
+        import fcntl
+
+        if self.fh is not None:
+            self.fh.seek(0)
+            self.fh.truncate()
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_UN)
+            self.fh.close()
+            self.fh = None
+        return False
+
+
+def _clean_leftovers(out: Path) -> list[str]:
+    """Remove the temporary (``.<stage>.tmp-*``) and superseded (``.<stage>.old-*``) folders that killed runs
+    left behind; only under the folder's lock, when no other run can be writing into them."""
+    removed = []
+    for p in list(out.glob(".*.tmp-*")) + list(out.glob(".*.old-*")):
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p.name)
+    return removed
 _PACKAGE = Path(__file__).resolve().parent
 
 
@@ -197,10 +257,13 @@ def stage_state(folder, key: str | None = None) -> tuple[str, str]:
     if not rec_path.exists():
         return "corrupt", f"{rec_path} is missing"
     try:
-        rec = json.loads(rec_path.read_text())
-        files = rec["files"]
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        rec = json.loads(rec_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         return "corrupt", f"{rec_path} is unreadable ({err})"
+    problem = _record_problem(rec)
+    if problem:
+        return "corrupt", f"{rec_path} is ill-formed ({problem})"
+    files = rec["files"]
     actual = _file_hashes(folder)
     for rel, meta in files.items():
         if rel not in actual:
@@ -212,6 +275,26 @@ def stage_state(folder, key: str | None = None) -> tuple[str, str]:
     if key is not None and rec.get("key") != key:
         return "stale", "settings, code or an upstream stage changed"
     return "done", "up to date"
+
+
+def _record_problem(rec) -> str | None:
+    """What is wrong with a stage record's structure (its schema), or ``None``."""
+    if not isinstance(rec, dict):
+        return f"a {type(rec).__name__}, not an object"
+    for name, kind in (("stage", str), ("key", str), ("files", dict)):
+        if not isinstance(rec.get(name), kind):
+            return f"'{name}' must be a {kind.__name__}, found {rec.get(name)!r}"[:200]
+    if not rec["files"]:
+        return "it lists no output files"
+    for rel, meta in rec["files"].items():
+        if not (isinstance(meta, dict) and isinstance(meta.get("size"), int) and isinstance(meta.get("sha256"), str)
+                and len(meta["sha256"]) == 64):
+            return f"the entry of {rel!r} needs an integer size and a SHA-256"
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            return f"the file name {rel!r} points outside the stage folder"
+    if not isinstance(rec.get("upstream_content", {}), dict):
+        return "'upstream_content' must be an object"
+    return None
 
 
 # ------------------------------------------------------------------------------------------ running
@@ -237,8 +320,6 @@ def _execute(stage: Stage, out: str, key: str, upstream: dict, force: bool, prog
         return {"name": stage.name, "key": key, "status": "skipped", "content": _content(final)}
     if state in ("stale", "corrupt"):
         _log(f"{stage.name}: {state} ({reason}); recomputing", progress)
-    for stale_tmp in out.glob(f".{stage.name}.tmp-*"):  # left by an interrupted run
-        shutil.rmtree(stale_tmp, ignore_errors=True)
     tmp = out / f".{stage.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir(parents=True)
     work = out / "_work" / stage.name
@@ -313,6 +394,16 @@ def run_pipeline(stages: Iterable[Stage], out, *, client=None, force: Iterable[s
     keys = stage_keys(stages)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    with results_lock(out):  # one run per results folder; leftovers of killed runs are removed under it
+        removed = _clean_leftovers(out)
+        if removed:
+            _log(f"removed leftovers of interrupted runs: {', '.join(sorted(removed))}", progress)
+        return _run_graph(stages, out, keys, client, force, progress)
+
+
+def _run_graph(stages, out: Path, keys: dict, client, force: set, progress: bool) -> dict[str, dict]:
+    import dask
+
     tasks = {}
     for s in stages:
         upstream = {d: tasks[d] for d in s.deps}
