@@ -208,3 +208,50 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     (tmp_path / "arrays.npz").write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="corrupted"):
         hmc.load_hmc_run(tmp_path)
+
+
+# ------------------------------------------------------------------------------------------ the reference's generator
+def test_reference_generator_reproduces_the_fixture():
+    """Spec §A.1b: the reference's data and heads, from torch's generator, to 1e-12 (its own arrays)."""
+    from attention_paths.attention import WFormHeads
+
+    close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)  # noqa: E731
+    x, y, _ = hmc.make_sequences(100, 27, generator="torch-reference")
+    close(x[0, 0:4, 1], [1.6084414935410303, 0.6338303416762094, 0.5846140926442436, 0.20068297823261472])
+    close(x[99, 150:153, 30], [1.6333492036122481, 0.02391257303780906, -1.0511556829631015])
+    close([x.sum(), (x ** 2).sum()], [427198.1085637879, 1204455.9948538989])
+    xt, _, _ = hmc.make_sequences(1000, 59, generator="torch-reference")
+    close([xt[:200].sum(), (xt[:200] ** 2).sum()], [855646.3757891245, 2408629.5421716701])
+    xn, _, _ = hmc.make_sequences(100, 27, generator="torch-reference", sigma_perp=5.0)
+    close(xn[0, 0:4, 1], [2.132522692442712, -2.740533066881391, -2.9866143120412207, -4.906269884099365])
+    close([xn.sum(), (xn ** 2).sum()], [427198.1085637879, 15471569.4458234757])
+    xnt, _, _ = hmc.make_sequences(1000, 59, generator="torch-reference", sigma_perp=5.0)
+    close((xnt[:200] ** 2).sum(), 30905266.1680784822)
+    s = np.arange(31)
+    om1 = WFormHeads(np.stack([hmc.good_head(), hmc.random_head(147, generator="torch-reference")])).attention(x).numpy()
+    close([(om1[:, h] * s[None, :, None]).sum() for h in range(2)], [27123.764996441172, 47256.338216401025])
+    om2 = WFormHeads(np.stack([hmc.uniform_head(), hmc.random_head(247, generator="torch-reference")])).attention(x).numpy()
+    close([(om2[:, h, :, -1] * s[None, :]).sum() for h in range(2)], [1500.0, 1533.746817316284])
+    close(om1[0, 1, 0:3, -1], [2.8607760579952802e-08, 3.0686612285348523e-43, 2.7778715266174683e-53])
+    for om in (om1, om2):  # exactly softmax-normalised over keys
+        np.testing.assert_allclose(om.sum(axis=2), 1.0, atol=1e-14)
+
+
+def test_switching_generators_changes_only_the_draws():
+    ref = hmc.make_hmc_task("main", hmc.HMCSeeds.reference(), P=20, P_test=20)
+    own = hmc.make_hmc_task("main", hmc.HMCSeeds(), P=20, P_test=20)
+    assert not np.allclose(ref.x_train, own.x_train)
+    np.testing.assert_array_equal(ref.y_train, own.y_train)  # same layout: +1 block, then -1 block
+    np.testing.assert_array_equal(ref.x_train[:, 200:], own.x_train[:, 200:])  # one-hot positions
+    np.testing.assert_array_equal(ref.x_train[:, :200, 0], 0.0)  # BOS: no features, no noise
+    # the deterministic heads are the same; only the random ones differ
+    np.testing.assert_array_equal(ref.layers[0].W[0].numpy(), own.layers[0].W[0].numpy())
+    np.testing.assert_array_equal(ref.layers[1].W[0].numpy(), own.layers[1].W[0].numpy())
+    assert not np.allclose(ref.layers[0].W[1].numpy(), own.layers[0].W[1].numpy())
+    # the rest of the pipeline is the same function of the inputs: features from the task's own arrays
+    np.testing.assert_allclose(ref.features_train,
+                               ap.path_features(ap.path_inputs(ref.x_train, ref.layers, ref.readout)), rtol=1e-14)
+    noisy = hmc.make_hmc_task("noisy", hmc.HMCSeeds.reference(), P=20, P_test=20)
+    np.testing.assert_array_equal(noisy.layers[0].W[1].numpy(), 0.0)  # eps = 0: the uniform head, no draws
+    with pytest.raises(ValueError, match="generator"):
+        hmc.HMCSeeds(generator="mt19937")

@@ -43,7 +43,7 @@ from .scores import head_scores
 from .solver import solve_continuation
 
 __all__ = ["N_FEATURES", "N_STATES", "embeddings", "sample_states", "make_sequences", "good_head", "uniform_head",
-           "random_head", "HMCSeeds", "HMCTask", "make_hmc_task", "MAIN_PATHS", "MAIN_ORDER", "NOISY_PATHS",
+           "random_head", "GENERATORS", "HMCSeeds", "HMCTask", "make_hmc_task", "MAIN_PATHS", "MAIN_ORDER", "NOISY_PATHS",
            "single_path_U", "subnetwork_U", "repeat_coordinate", "difference_order_parameter",
            "cross_weight_ratio", "difference_scan", "HMC_EXPERIMENT", "theory_sweep", "ablations", "seed_set_summary",
            "run_hmc", "sample_hmc", "hmc_claims", "load_hmc_run",
@@ -83,7 +83,8 @@ def sample_states(n: int, p_stay: float, rng: np.random.Generator, n_states: int
 
 
 def make_sequences(P: int, seed: int, *, p_stay=(0.7, 0.3), sigma_sum: float = 1.0, sigma_diff: float = 1.0,
-                   sigma_perp: float = 1.0, nf: int = N_FEATURES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   sigma_perp: float = 1.0, nf: int = N_FEATURES,
+                   generator: str = "numpy-pcg64") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A labelled data set of ``P`` sequences, the first half of class +1, the second of class -1.
 
     Parameters
@@ -94,6 +95,9 @@ def make_sequences(P: int, seed: int, *, p_stay=(0.7, 0.3), sigma_sum: float = 1
     sigma_sum, sigma_diff : in-plane noise strengths along ``v+ + v-`` and ``v+ - v-`` (the paper's
         parallel noise, 1 in every experiment)
     sigma_perp : out-of-plane noise strength (the paper's ``sigma_perp``; 1 or 5)
+    generator : ``"numpy-pcg64"`` (this project's: one numpy generator for the chains, then the noise) or
+        ``"torch-reference"`` (the reference's, bit for bit, spec §A.1b: torch's CPU generator in float64,
+        one ``torch.rand(1)`` per first state and per transition, then one ``torch.randn`` for the noise)
 
     Returns
     -------
@@ -103,25 +107,57 @@ def make_sequences(P: int, seed: int, *, p_stay=(0.7, 0.3), sigma_sum: float = 1
         raise ValueError(f"P must be a positive even number (half per class), got {P}")
     if min(sigma_sum, sigma_diff, sigma_perp) < 0:
         raise ValueError("noise strengths must be non-negative")
-    rng = np.random.default_rng(seed)
+    if generator not in GENERATORS:
+        raise ValueError(f"generator must be one of {GENERATORS}, got {generator!r}")
     half = P // 2
-    states = np.concatenate([sample_states(half, p_stay[0], rng), sample_states(half, p_stay[1], rng)])
+    if generator == "torch-reference":  # spec §A.1b: torch's CPU generator, float64, seeded once per data set
+        import torch
+
+        gen = torch.Generator().manual_seed(int(seed))
+        states = np.concatenate([_torch_states(half, p_stay[0], gen), _torch_states(half, p_stay[1], gen)])
+        zeta = torch.randn((P, nf, N_STATES), dtype=torch.float64, generator=gen).numpy()
+    else:
+        rng = np.random.default_rng(seed)
+        states = np.concatenate([sample_states(half, p_stay[0], rng), sample_states(half, p_stay[1], rng)])
+        zeta = rng.standard_normal((P, nf, N_STATES))
     y = np.concatenate([np.ones(half), -np.ones(half)])
     v_plus, v_minus = embeddings(nf)
     feats = np.where(states[:, None, :] > 0, v_plus[None, :, None], v_minus[None, :, None])  # [P, nf, 30]
-    zeta = rng.standard_normal((P, nf, N_STATES))
-    e_sum = (v_plus + v_minus) / np.linalg.norm(v_plus + v_minus)
-    e_diff = (v_plus - v_minus) / np.linalg.norm(v_plus - v_minus)
-    c_sum = np.einsum("i,pit->pt", e_sum, zeta)
-    c_diff = np.einsum("i,pit->pt", e_diff, zeta)
-    z_sum = e_sum[None, :, None] * c_sum[:, None, :]
-    z_diff = e_diff[None, :, None] * c_diff[:, None, :]
-    eta = sigma_sum * z_sum + sigma_diff * z_diff + sigma_perp * (zeta - z_sum - z_diff)
+    z_sum, z_diff, z_out = _noise_components(zeta, nf)
+    eta = sigma_sum * z_sum + sigma_diff * z_diff + sigma_perp * z_out
     T = N_STATES + 1
     x = np.zeros((P, nf + T, T))
     x[:, :nf, 1:] = feats + eta  # the BOS column's features stay zero and noise-free
     x[:, nf:, :] = np.eye(T)[None]
     return x, y, states
+
+
+GENERATORS = ("numpy-pcg64", "torch-reference")
+
+
+def _noise_components(zeta, nf: int):
+    """``zeta`` [P, nf, 30] split along ``e_sum``, ``e_diff`` and the out-of-plane rest (spec §A.1)."""
+    v_plus, v_minus = embeddings(nf)
+    e_sum = (v_plus + v_minus) / np.linalg.norm(v_plus + v_minus)
+    e_diff = (v_plus - v_minus) / np.linalg.norm(v_plus - v_minus)
+    z_sum = e_sum[None, :, None] * np.einsum("i,pit->pt", e_sum, zeta)[:, None, :]
+    z_diff = e_diff[None, :, None] * np.einsum("i,pit->pt", e_diff, zeta)[:, None, :]
+    return z_sum, z_diff, zeta - z_sum - z_diff
+
+
+def _torch_states(n: int, p_stay: float, gen, n_states: int = N_STATES) -> np.ndarray:
+    """The reference's chains: per example one ``torch.rand(1)`` for the first state, then one per transition."""
+    import torch
+
+    states = np.empty((n, n_states))
+    for i in range(n):
+        s = 1.0 if float(torch.rand(1, dtype=torch.float64, generator=gen)) >= 0.5 else -1.0
+        states[i, 0] = s
+        for t in range(1, n_states):
+            if not float(torch.rand(1, dtype=torch.float64, generator=gen)) < p_stay:
+                s = -s
+            states[i, t] = s
+    return states
 
 
 def _blocks(feature, position, cross_fp=None, cross_pf=None, nf: int = N_FEATURES) -> np.ndarray:
@@ -156,18 +192,32 @@ def uniform_head(beta: float = BETA, nf: int = N_FEATURES) -> np.ndarray:
     return beta * _blocks(np.zeros((nf, nf)), np.ones((T, T)), nf=nf)
 
 
-def random_head(seed: int, eps: float = 1.0, beta: float = BETA, nf: int = N_FEATURES) -> np.ndarray:
+def random_head(seed: int, eps: float = 1.0, beta: float = BETA, nf: int = N_FEATURES,
+                generator: str = "numpy-pcg64") -> np.ndarray:
     """A random head: Gaussian blocks of strength ``eps`` (feature ``/nf``, position ``1``, cross ``/sqrt nf``).
 
     Draw order as in the reference: feature block, position block, then a full ``N0 x N0`` Gaussian of
-    which only the cross blocks are kept.  ``eps = 0`` gives the zero matrix, i.e. uniform attention.
+    which only the cross blocks are kept.  ``eps = 0`` gives the zero matrix, i.e. uniform attention (and,
+    as in the reference, draws nothing).  ``generator="torch-reference"`` draws each block with
+    ``torch.randn_like`` (float64) after ``torch.manual_seed(seed)`` (spec §A.1b).
     """
-    rng = np.random.default_rng(seed)
+    if generator not in GENERATORS:
+        raise ValueError(f"generator must be one of {GENERATORS}, got {generator!r}")
     T = N_STATES + 1
     n0 = nf + T
-    feature = eps * rng.standard_normal((nf, nf)) / nf
-    position = eps * rng.standard_normal((T, T))
-    full = eps * rng.standard_normal((n0, n0)) / np.sqrt(nf)
+    if eps == 0:
+        return beta * _blocks(np.zeros((nf, nf)), np.zeros((T, T)), np.zeros((nf, T)), np.zeros((T, nf)), nf=nf)
+    if generator == "torch-reference":
+        import torch
+
+        gen = torch.Generator().manual_seed(int(seed))
+        draw = lambda shape: torch.randn(shape, dtype=torch.float64, generator=gen).numpy()  # noqa: E731
+    else:
+        rng = np.random.default_rng(seed)
+        draw = rng.standard_normal
+    feature = eps * draw((nf, nf)) / nf
+    position = eps * draw((T, T))
+    full = eps * draw((n0, n0)) / np.sqrt(nf)
     return beta * _blocks(feature, position, full[:nf, nf:], full[nf:, :nf], nf=nf)
 
 
@@ -183,11 +233,21 @@ class HMCSeeds:
     test: int = 59
     random_1: int = 147  # layer-1 random head
     random_2: int = 247  # layer-2 random head
+    generator: str = "numpy-pcg64"  # or "torch-reference": the reference's own draws (spec §A.1b)
+
+    def __post_init__(self):
+        if self.generator not in GENERATORS:
+            raise ValueError(f"generator must be one of {GENERATORS}, got {self.generator!r}")
 
     @classmethod
     def shifted(cls, k: int) -> "HMCSeeds":
         base = cls()
         return cls(base.train + 1000 * k, base.test + 1000 * k, base.random_1 + 1000 * k, base.random_2 + 1000 * k)
+
+    @classmethod
+    def reference(cls) -> "HMCSeeds":
+        """The reference's seed values with the reference's generator: the paper's own data and heads."""
+        return cls(generator="torch-reference")
 
 
 @dataclass
@@ -235,21 +295,23 @@ def make_hmc_task(network: str = "main", seeds: HMCSeeds = HMCSeeds(), P: int = 
     ``sigma_perp`` overrides the network's default noise.
     """
     good, unif = good_head(beta), uniform_head(beta)
+    gen = seeds.generator
     if network == "main":
-        heads = [[good, random_head(seeds.random_1, beta=beta)], [unif, random_head(seeds.random_2, beta=beta)]]
+        heads = [[good, random_head(seeds.random_1, beta=beta, generator=gen)],
+                 [unif, random_head(seeds.random_2, beta=beta, generator=gen)]]
         names, s_perp = MAIN_PATHS, 1.0
     elif network == "noisy":
-        heads = [[good, random_head(seeds.random_1, eps=0.0, beta=beta)], [unif]]
+        heads = [[good, random_head(seeds.random_1, eps=0.0, beta=beta, generator=gen)], [unif]]
         names, s_perp = NOISY_PATHS, 5.0
     elif network == "g":
         heads, names, s_perp = [[good], [unif]], ("g",), 1.0
     elif network == "g+d":
-        heads, names, s_perp = [[good, random_head(seeds.random_1, beta=beta)], [unif]], ("g", "d"), 1.0
+        heads, names, s_perp = [[good, random_head(seeds.random_1, beta=beta, generator=gen)], [unif]], ("g", "d"), 1.0
     else:
         raise ValueError(f"network must be 'main', 'noisy', 'g' or 'g+d', got {network!r}")
     s_perp = s_perp if sigma_perp is None else float(sigma_perp)
-    x_tr, y_tr, _ = make_sequences(P, seeds.train, sigma_perp=s_perp)
-    x_te, y_te, _ = make_sequences(P_test, seeds.test, sigma_perp=s_perp)
+    x_tr, y_tr, _ = make_sequences(P, seeds.train, sigma_perp=s_perp, generator=gen)
+    x_te, y_te, _ = make_sequences(P_test, seeds.test, sigma_perp=s_perp, generator=gen)
     layers = [WFormHeads(np.stack(h)) for h in heads]
     r = readout_vector("last", N_STATES + 1)
     xi_tr = path_inputs(x_tr, layers, r).numpy()
