@@ -150,13 +150,15 @@ def test_ablations_and_bad_input():
 
 @pytest.fixture(scope="module")
 def theory_res():
-    """The chapter's theory at the paper's sizes for 5 seed sets, without sampling (about 15 s)."""
+    """The chapter's theory at the paper's sizes on the reference's inputs and 5 numpy seed sets, without
+    sampling (about 20 s)."""
     return hmc.run_hmc("quick", sample=False)
 
 
 @pytest.mark.slow
 def test_paper_claims_hold_for_the_theory(theory_res):
-    """H1-H5, H7-H10 on the paper-sized theory for 5 seed sets."""
+    """H1-H5, H7-H10 on the paper-sized theory, on the reference's inputs (the headline) and 5 numpy sets."""
+    assert [s["seeds"].generator for s in theory_res["sets"]] == ["torch-reference"] + ["numpy-pcg64"] * 5
     claims = hmc.hmc_claims(theory_res)
     assert {c["id"] for c in claims} >= {"H1", "H2", "H3", "H4", "H5", "H7", "H7b", "H8", "H8b", "H9", "H10"}
     failed = [c for c in claims if not c["passed"]]
@@ -192,6 +194,8 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     atomic_savez(tmp_path / "arrays.npz", **arrays)
     atomic_write_json(tmp_path / "summary.json", summary)
     loaded = hmc.load_hmc_run(tmp_path)
+    assert [s["generator"] for s in loaded["seed_sets"]] == ["torch-reference"] + ["numpy-pcg64"] * 5
+    assert loaded["seed_sets"][0]["label"] == "reference" and loaded["seed_sets"][0]["seeds"]["train"] == 27
     e = loaded["sampled"]["main_N10_rb"]
     np.testing.assert_allclose(e["arrays"]["U_hat"], smp.U_hat)
     np.testing.assert_allclose(e["arrays"]["mean"], smp.predictive_mean)

@@ -235,7 +235,7 @@ def _hmc_run(scale: str | None = None, progress: bool = False) -> dict:
 
 
 def _hmc_summary(res: dict) -> tuple[dict, dict]:
-    from .hmc import MAIN_PATHS, NOISY_PATHS, hmc_claims
+    from .hmc import MAIN_PATHS, NOISY_PATHS, hmc_claims, seed_set_label
 
     def sweep_rows(sw):
         return [{"N": int(N), "accuracy_percent": float(a), "grad_max": float(r.grad_max),
@@ -244,7 +244,8 @@ def _hmc_summary(res: dict) -> tuple[dict, dict]:
 
     sets = []
     for s in res["sets"]:
-        sets.append({"seed_set": s["k"], "seeds": vars(s["seeds"]), "gp_all_percent": s["gp_all"],
+        sets.append({"seed_set": s["k"], "label": seed_set_label(s), "seeds": vars(s["seeds"]),
+                     "generator": s["seeds"].generator, "gp_all_percent": s["gp_all"],
                      "gp_path_g_percent": s["gp_g"], "gp_paths_gd_percent": s["gp_gd"],
                      "path_alone_network_percent": dict(zip(MAIN_PATHS, s["alone_network"].tolist())),
                      "path_alone_mask_percent": dict(zip(MAIN_PATHS, s["alone_mask"].tolist())),

@@ -47,7 +47,7 @@ __all__ = ["N_FEATURES", "N_STATES", "embeddings", "sample_states", "make_sequen
            "single_path_U", "subnetwork_U", "repeat_coordinate", "difference_order_parameter",
            "cross_weight_ratio", "difference_scan", "HMC_EXPERIMENT", "theory_sweep", "ablations", "seed_set_summary",
            "run_hmc", "sample_hmc", "hmc_claims", "load_hmc_run",
-           "format_sweep", "sampling_records", "format_sampling", "format_seed_sets"]
+           "format_sweep", "sampling_records", "format_sampling", "format_seed_sets", "seed_set_label"]
 
 N_FEATURES = 200  # feature width N_f
 N_STATES = 30  # state tokens per sequence (T = 31 with the BOS token)
@@ -435,9 +435,13 @@ def ablations(U) -> dict:
             "equalised_diagonal": np.array([[U[0, 0], U[0, 1]], [U[0, 1], U[0, 0]]])}
 
 
-def seed_set_summary(k: int, widths, tau: float, P: int = 100, P_test: int = 1000) -> dict:
-    """Theory, GP lines, "each path alone" and the 2-path network for seed set ``k`` (robustness, H9)."""
-    seeds = HMCSeeds.shifted(k)
+def seed_set_summary(k, widths, tau: float, P: int = 100, P_test: int = 1000, seeds: HMCSeeds | None = None) -> dict:
+    """Theory, GP lines, "each path alone" and the 2-path network for one seed set (robustness, H9).
+
+    ``k``: the numpy seed set :meth:`HMCSeeds.shifted` ``(k)``, or ``"ref"`` with ``seeds`` =
+    :meth:`HMCSeeds.reference` (the reference's own data and heads).
+    """
+    seeds = seeds or HMCSeeds.shifted(k)
     main = make_hmc_task("main", seeds, P, P_test)
     sw = theory_sweep(main, widths, tau)
     noisy = make_hmc_task("noisy", seeds, P, P_test)
@@ -458,7 +462,8 @@ def seed_set_summary(k: int, widths, tau: float, P: int = 100, P_test: int = 100
 def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = True) -> dict:
     """Everything the hidden-Markov-chain chapter shows (spec §A.6, claims §A.7).
 
-    Theory at the paper's sizes for ``seed_sets`` seed sets (set 0 is the headline), kernels and label
+    Theory at the paper's sizes on the reference's data (``sets[0]``, the headline; spec §A.1b) and on
+    ``seed_sets`` independent numpy seed sets, kernels and label
     alignment at ``N = 10``, and posterior sampling of both networks at the widths of the scale's config
     (Rao-Blackwellised and full-weight NUTS).  ``sample=False`` skips the sampling.
     """
@@ -466,7 +471,10 @@ def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = Tru
     cfg = HMC_EXPERIMENT[scale]
     tau, widths = cfg["tau"], cfg["widths"]
     t0 = time.perf_counter()
-    sets = [seed_set_summary(k, widths, tau, cfg["P"], cfg["P_test"]) for k in range(cfg["seed_sets"])]
+    # the headline: the reference's own data and heads (spec §A.1b); then independent numpy seed sets
+    sets = ([seed_set_summary("ref", widths, tau, cfg["P"], cfg["P_test"], HMCSeeds.reference())]
+            if cfg.get("reference_set", True) else [])
+    sets += [seed_set_summary(k, widths, tau, cfg["P"], cfg["P_test"]) for k in range(cfg["seed_sets"])]
     theory_seconds = time.perf_counter() - t0
     head = sets[0]
     main, sw = head["main"], head["sweep"]
@@ -607,7 +615,7 @@ def hmc_claims(res: dict) -> list[dict]:
         bc["renormalised"] > 2 * bc["GP"] and bc["renormalised"] > 0.1,
         f"block contrast (within- minus between-class mean, in off-diagonal standard deviations): "
         f"renormalised {bc['renormalised']:.3f}, GP {bc['GP']:.3f}")
-    fails = {cid: [s["k"] for s in res["sets"] if not fn(s)[0]]
+    fails = {cid: [seed_set_label(s) for s in res["sets"] if not fn(s)[0]]
              for cid, fn in [("H1", h1), ("H2", h2), ("H3", h3), ("H5", h5), ("H8", h8), ("H8b", h8b), ("H10", h10)]}
     bad = {c: ks for c, ks in fails.items() if ks}
     add("H9", f"H1-H3, H5, H8, H8b and H10 hold for all {len(res['sets'])} seed sets", not bad,
@@ -712,14 +720,19 @@ def format_sampling(records: list[dict], res: dict) -> str:
     return "\n".join(rows)
 
 
+def seed_set_label(s: dict) -> str:
+    """``"reference"`` for the reference's data, ``"numpy k"`` for numpy seed set ``k``."""
+    return "reference" if s["seeds"].generator == "torch-reference" else f"numpy {s['k']}"
+
+
 def format_seed_sets(res: dict) -> str:
     """Text table of the headline numbers of every seed set (accuracies in %, ``U`` at ``N = 10``)."""
     head = ("set", "GP all", "GP g", "GP g+d", "N=10", "N=1000", "U_gg", "U_dd", "U_gd", "noisy10", "noisyGP")
-    rows = [("{:>3}" + " {:>6}" * 8 + " {:>7}" * 2).format(*head)]
+    rows = [("{:>9}" + " {:>6}" * 8 + " {:>7}" * 2).format(*head)]
     for s in res["sets"]:
         U, nsw = s["sweep"]["U"][0], s["noisy_sweep"]
         acc = (s["gp_all"], s["gp_g"], s["gp_gd"], s["sweep"]["accuracy"][0], s["sweep"]["accuracy"][-1])
-        rows.append(f"{s['k']:3d}" + "".join(f" {v:6.1f}" for v in acc)
+        rows.append(f"{seed_set_label(s):>9}" + "".join(f" {v:6.1f}" for v in acc)
                     + "".join(f" {v:6.2f}" for v in (U[0, 0], U[2, 2], U[0, 2]))
                     + f" {nsw['accuracy'][0]:7.1f} {nsw['gp_accuracy']:7.1f}")
     return "\n".join(rows)
