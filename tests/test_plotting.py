@@ -136,3 +136,23 @@ def test_export_is_quiet_and_readable(fig, tmp_path, monkeypatch, capfd, caplog)
     out, err = capfd.readouterr()
     assert out == "" and err == ""
     assert not [r for r in caplog.records if r.name.startswith("fontTools")]
+
+
+def test_accuracy_grid_heatmap_orientation_and_marks():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    acc = np.array([[50.0, 60.0, 70.0], [55.0, 65.0, 75.0]])  # [tau, width]
+    fig, ax = plt.subplots()
+    mesh = plotting.accuracy_grid_image(ax, acc, [10, 100, 1000], [0.1, 0.5], mark=[(0, 2)])
+    assert mesh.get_array().size == acc.size
+    # the lowest temperature is the bottom row: its cell texts, read left to right, are acc[0]
+    texts = {(round(t.get_position()[0], 1), round(t.get_position()[1], 1)): t.get_text() for t in ax.texts}
+    assert [texts[(x + 0.5, 1.5)] for x in range(3)] == ["50", "60", "70"]
+    assert [label.get_text() for label in ax.get_yticklabels()] == ["0.5", "0.1"]  # top to bottom
+    rects = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_edgecolor()[:3] == (1.0, 0.0, 0.0)]
+    assert len(rects) == 1 and rects[0].get_xy() == (2, 1)  # tau 0.1 (bottom row), width 1000
+    plt.close(fig)

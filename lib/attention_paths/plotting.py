@@ -1,4 +1,4 @@
-"""Figure helpers shared by the chapters (matplotlib only; imported lazily by the book)."""
+"""Figure helpers shared by the chapters (matplotlib, with seaborn's palettes and heatmaps)."""
 from __future__ import annotations
 
 import contextlib
@@ -13,6 +13,12 @@ __all__ = ["heatmap_U", "kernel_image", "tile_average", "alignment_bars", "class
            "oneshot_accuracy_panels", "pruning_score_bars", "pruning_theory_side", "training_curves",
            "DIVERGING", "SEQUENTIAL", "PALETTE", "WIDTH_FULL", "WIDTH_HALF", "STYLE", "EXPORT_ENV", "EXPORT_FORMATS",
            "use_style", "figsize", "export", "export_figure"]
+
+def _sns_palette(name: str) -> list[str]:
+    import seaborn as sns
+
+    return sns.color_palette(name).as_hex()
+
 
 # Shared figure style (issue 8).  Defined before the helpers so that they can use them as defaults.
 DIVERGING = "RdBu_r"
@@ -100,24 +106,29 @@ def alignment_bars(ax, overlaps: dict, k: int | None = None):
 
 
 def accuracy_grid_image(ax, acc, widths, taus, title: str = "", vmin: float | None = None, vmax: float | None = None,
-                        mark=None):
-    """Accuracy (%) over a temperatures x widths grid as an annotated image; ``mark`` = [(i_tau, i_width)] boxed."""
-    acc = np.asarray(acc)
-    im = ax.imshow(acc, cmap=SEQUENTIAL, vmin=vmin, vmax=vmax, aspect="auto", origin="lower")
-    ax.set_xticks(range(len(widths)), [f"{int(w)}" for w in widths], rotation=90 if len(widths) > 5 else 0)
-    ax.set_yticks(range(len(taus)), [f"{t:g}" for t in taus])
+                        mark=None, annotate: bool | None = None):
+    """Accuracy (%) over a temperatures x widths grid as a seaborn heatmap, lowest temperature at the bottom.
+
+    ``mark`` = [(i_tau, i_width)] cells boxed in red; ``annotate`` writes the values in the cells (default:
+    when the grid has at most 40 cells).  Returns the heatmap's mesh (for a colour bar).
+    """
+    import seaborn as sns
+    from matplotlib.patches import Rectangle
+
+    acc = np.asarray(acc, dtype=float)
+    n_t = acc.shape[0]
+    annotate = acc.size <= 40 if annotate is None else annotate
+    sns.heatmap(acc[::-1], ax=ax, cmap=SEQUENTIAL, vmin=vmin, vmax=vmax, cbar=False, square=False,
+                annot=annotate, fmt=".0f", annot_kws={"fontsize": 7},
+                xticklabels=[f"{int(w)}" for w in widths], yticklabels=[f"{t:g}" for t in list(taus)[::-1]])
+    ax.tick_params(axis="x", rotation=90 if len(widths) > 5 else 0)
+    ax.tick_params(axis="y", rotation=0)
     ax.set_xlabel("width $N$")
     ax.set_ylabel(r"temperature $\tau$")
-    if acc.size <= 40:
-        mid = 0.5 * (np.nanmin(acc) + np.nanmax(acc)) if vmin is None else 0.5 * (vmin + vmax)
-        for i in range(acc.shape[0]):
-            for j in range(acc.shape[1]):
-                ax.text(j, i, f"{acc[i, j]:.0f}", ha="center", va="center", fontsize=7,
-                        color="white" if acc[i, j] < mid else "black")
     for i, j in mark or []:
-        ax.add_patch(__import__("matplotlib").patches.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="red", lw=1.2))
+        ax.add_patch(Rectangle((j, n_t - 1 - i), 1, 1, fill=False, ec="red", lw=1.2))
     ax.set_title(title)
-    return im
+    return ax.collections[0]
 
 
 def oneshot_accuracy_panels(axes, summary: dict, sets=("test", "MNIST", "FashionMNIST"), titles=None):
@@ -216,9 +227,8 @@ def training_curves(ax_loss, ax_acc, records: dict, sets=("val", "test", "MNIST"
 # Shared style and on-demand export (issue 8)
 # --------------------------------------------------------------------------------------------------
 
-PALETTE = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc",
-           "#ca9161", "#fbafe4", "#949494", "#ece133", "#56b4e9")
-"""Colour cycle C0..C9: seaborn's "colorblind" palette (hard-coded; seaborn is not a dependency)."""
+PALETTE = tuple(_sns_palette("colorblind"))
+"""Colour cycle C0..C9: seaborn's colour-blind-safe "colorblind" palette (hex strings)."""
 WIDTH_FULL = 7.0
 """Width (inches) of a full-text-width figure."""
 WIDTH_HALF = 3.4
