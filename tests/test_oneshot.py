@@ -185,3 +185,25 @@ def test_assert_claims_expected_failures_must_stay_failures():
         assert_claims(claims, {"A": "stale", "B": "known"})
     with pytest.raises(AssertionError, match="unknown"):
         assert_claims(claims, {"B": "known", "Z": "typo"})
+
+
+@pytest.mark.slow
+def test_full_weight_sampling_of_the_oneshot_theory():
+    """The paper scale's sampler (full-weight NUTS on the path inputs rebuilt from the features) runs through
+    the pipeline and follows the theory's predictions."""
+    import warnings
+
+    data = _synthetic_data(np.random.default_rng(0))
+    sampling_cfg = {"widths": (10,), "tau": 0.5, "kind": "full",
+                    "sampler": dict(num_chains=2, num_warmup=60, num_samples=60, seed=0, chain_method="sequential")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a deliberately short run
+        smp = osh.sample_oneshot(data, {"sampling": sampling_cfg})[10]
+    assert smp.kind == "full" and smp.U.shape == (2, 60, 16, 16)
+    res = osh.run_oneshot("quick", sample=False, data=data)
+    res["samples"], res["config"]["sampling"] = {10: smp}, sampling_cfg
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        summary, arrays = osh.oneshot_summary(res)
+    assert summary["sampled"]["10"]["kind"] == "full" and summary["sampled"]["10"]["corr"] > 0.7
+    assert arrays["sample_N10_mean"].shape == (sum(len(data.y[s]) for s in osh.EVAL_SETS),)
