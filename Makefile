@@ -12,7 +12,8 @@ export REPRO_SCALE
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export XLA_PYTHON_CLIENT_PREALLOCATE := false
 
-# Quick scale builds into ./_build; other scales into their own folder (the execution cache ignores the scale).
+# Quick scale builds into ./_build; other scales into their own folder, each with its own execution cache,
+# which _ext/book_cache.py clears when the package, data/ or a REPRO_* variable changed.
 BUILD_ROOT := $(if $(filter quick,$(REPRO_SCALE)),.,_build_$(REPRO_SCALE))
 HTML := $(BUILD_ROOT)/_build/html
 
@@ -32,6 +33,7 @@ $(STAMP): requirements.txt pyproject.toml
 venv: $(STAMP)
 
 book: $(STAMP)
+	$(BIN)/python _ext/book_cache.py $(BUILD_ROOT)
 	$(BIN)/jupyter-book build -W --keep-going --all --path-output $(BUILD_ROOT) .
 	@echo "Book built: open $(HTML)/index.html"
 

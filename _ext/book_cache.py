@@ -1,0 +1,85 @@
+"""Keep the book's execution cache correct; run by ``make book`` before every build.
+
+Jupyter Book re-executes a chapter when its code cells change (``execute_notebooks: cache``), but it cannot
+see what else a chapter's outputs depend on. This script clears the cache of a build folder when any of
+those inputs changed since the cache was filled:
+
+* the package's source (``lib/**/*.py``), ``requirements.txt`` and ``pyproject.toml``;
+* the committed results the chapters reload (every file under ``data/``);
+* the environment the chapters read: ``REPRO_SCALE`` (each scale also builds into its own folder),
+  ``REPRO_RESULTS`` (and the stage records of that folder) and ``REPRO_FIGURES``.
+
+It also drops the cached paper-to-book map, which tabulates the claim records the other chapters write when
+they execute, so that the map is recomputed in every build (about 3 s).
+
+    python _ext/book_cache.py BUILD_ROOT      # BUILD_ROOT as given to jupyter-book's --path-output
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENVIRONMENT = ("REPRO_SCALE", "REPRO_RESULTS", "REPRO_FIGURES")
+ALWAYS_RERUN = ("figure_map.md",)
+
+
+def state(root: Path = ROOT, environ=None) -> str:
+    """SHA-256 of everything outside a chapter's code cells that its outputs depend on."""
+    environ = os.environ if environ is None else environ
+    h = hashlib.sha256()
+    files = sorted((root / "lib").rglob("*.py")) + [root / "requirements.txt", root / "pyproject.toml"]
+    files += sorted(p for p in (root / "data").rglob("*") if p.is_file())
+    results = environ.get("REPRO_RESULTS", "").strip()
+    if results and Path(results).is_dir():
+        files += sorted(Path(results).glob("*/_stage.json"))
+    for p in files:
+        if p.exists() and "__pycache__" not in p.parts:
+            h.update(str(p.relative_to(root) if p.is_relative_to(root) else p).encode())
+            h.update(p.read_bytes())
+    for name in ENVIRONMENT:
+        h.update(f"{name}={environ.get(name, '')}".encode())
+    return h.hexdigest()
+
+
+def cache_dir(build_root) -> Path:
+    """Where Jupyter Book keeps the execution cache of a build folder (its default location)."""
+    return Path(build_root) / "_build" / ".jupyter_cache"
+
+
+def prepare(build_root, root: Path = ROOT, environ=None) -> dict:
+    """Clear the cache when :func:`state` changed, drop the always-rerun pages; returns what was done."""
+    cache = cache_dir(build_root)
+    stamp = Path(build_root) / "_build" / ".book_cache_state"
+    new = state(root, environ)
+    old = stamp.read_text().strip() if stamp.exists() else None
+    cleared = cache.exists() and old != new
+    if cleared:
+        shutil.rmtree(cache)
+    dropped = []
+    if cache.exists():
+        from jupyter_cache import get_cache
+
+        jc = get_cache(str(cache))
+        for rec in jc.list_cache_records():
+            if Path(rec.uri).name in ALWAYS_RERUN:
+                jc.remove_cache(rec.pk)
+                dropped.append(Path(rec.uri).name)
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    tmp = stamp.with_suffix(".tmp")
+    tmp.write_text(new + "\n")
+    os.replace(tmp, stamp)
+    return {"cleared": cleared, "reason": "first build" if old is None else ("inputs changed" if cleared else
+                                                                           "unchanged"), "dropped": dropped}
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    done = prepare(sys.argv[1])
+    what = "cleared the execution cache (the package, data/ or REPRO_* changed)" if done["cleared"] else \
+        f"execution cache kept ({done['reason']})"
+    print(f"== {what}; re-executing {', '.join(ALWAYS_RERUN)}")
