@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_targets", "check_tau", "check_features", "check_labels", "check_count", "check_tolerance"]
+__all__ = ["check_targets", "check_tau", "check_features", "check_labels", "check_count", "check_tolerance",
+           "check_positive"]
 
 
 def check_features(X, name: str = "features", layout: str = "[P, N0, Pi]") -> np.ndarray:
@@ -42,15 +43,20 @@ def check_count(value, name: str, minimum: int = 0) -> int:
     return int(value)
 
 
+def check_positive(value, name: str) -> float:
+    """A positive finite number (a tolerance, a temperature); errors name ``name``."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive number, got {value!r}") from None
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be positive and finite, got {value}")
+    return value
+
+
 def check_tolerance(tol, name: str = "tol") -> float:
     """A positive finite tolerance."""
-    try:
-        tol = float(tol)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive number, got {tol!r}") from None
-    if not (np.isfinite(tol) and tol > 0):
-        raise ValueError(f"{name} must be positive and finite, got {tol}")
-    return tol
+    return check_positive(tol, name)
 
 
 def check_targets(y, P: int) -> np.ndarray:
@@ -69,10 +75,4 @@ def check_targets(y, P: int) -> np.ndarray:
 
 def check_tau(tau) -> float:
     """The temperature (likelihood variance) as a positive finite float."""
-    try:
-        tau = float(tau)
-    except (TypeError, ValueError):
-        raise ValueError(f"temperature tau must be a positive number, got {tau!r}") from None
-    if not (np.isfinite(tau) and tau > 0):
-        raise ValueError(f"temperature tau must be positive and finite, got {tau}")
-    return tau
+    return check_positive(tau, "temperature tau")
