@@ -269,7 +269,9 @@ def _hmc_summary(res: dict) -> tuple[dict, dict]:
                 arrays[f"sample_{key}_U_hat"] = smp.U_hat
                 sampled[key] = {
                     "network": net, "N": int(N), "kind": smp.kind, "accuracy_percent": smp.accuracy(task.y_test),
-                    "U_hat": smp.U_hat.tolist(), "wall_seconds": smp.wall_seconds, "settings": smp.settings,
+                    "accuracy_mcse_percent": smp.accuracy_mcse(task.y_test),
+                    "U_hat": smp.U_hat.tolist(), "U_hat_mcse": smp.U_mcse().tolist(),
+                    "wall_seconds": smp.wall_seconds, "settings": smp.settings,
                     "diagnostics": smp.diagnostics}
     for k, s in enumerate(res["sets"]):
         arrays[f"set{k}_U_main"] = s["sweep"]["U"]

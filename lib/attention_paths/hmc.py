@@ -683,7 +683,8 @@ def format_sweep(sw: dict) -> str:
 def sampling_records(res: dict, paper: dict | None = None) -> list[dict]:
     """One record per sampling run of this build (``res``) and of a committed run (``paper``).
 
-    Keys: source, network, N, sampler, chains, warmup, samples, accuracy, divergences, rhat_U, ess_U,
+    Keys: source, network, N, sampler, chains, warmup, samples, accuracy, accuracy_mcse (Monte Carlo standard
+    error over chains, points), divergences, rhat_U, ess_U,
     seconds and, for this build's runs only, ``U_hat``.
     """
     out = []
@@ -693,21 +694,23 @@ def sampling_records(res: dict, paper: dict | None = None) -> list[dict]:
                 sc, d = smp.settings["sampler"], smp.diagnostics
                 out.append(dict(source="this build", network=net, N=int(N), sampler=smp.kind,
                                 chains=sc["num_chains"], warmup=sc["num_warmup"], samples=sc["num_samples"],
-                                accuracy=smp.accuracy(res["sets"][0][net].y_test), divergences=d["divergences"],
+                                accuracy=smp.accuracy(res["sets"][0][net].y_test),
+                                accuracy_mcse=smp.accuracy_mcse(res["sets"][0][net].y_test), divergences=d["divergences"],
                                 rhat_U=d["rhat_U_max"], ess_U=d["ess_bulk_U_min"], seconds=smp.wall_seconds,
                                 U_hat=smp.U_hat))
     for e in (paper or {}).get("sampled", {}).values():
         sc, d = e["settings"]["sampler"], e["diagnostics"]
         out.append(dict(source="committed", network=e["network"], N=int(e["N"]), sampler=e["kind"],
                         chains=sc["num_chains"], warmup=sc["num_warmup"], samples=sc["num_samples"],
-                        accuracy=e["accuracy_percent"], divergences=d["divergences"], rhat_U=d["rhat_U_max"],
+                        accuracy=e["accuracy_percent"], accuracy_mcse=e.get("accuracy_mcse_percent", float("nan")),
+                        divergences=d["divergences"], rhat_U=d["rhat_U_max"],
                         ess_U=d["ess_bulk_U_min"], seconds=e["wall_seconds"], U_hat=np.asarray(e["arrays"]["U_hat"])))
     return out
 
 
 def format_sampling(records: list[dict], res: dict) -> str:
     """Text table of :func:`sampling_records` with the theory's accuracy and ``max|U_hat - U*| / max|U*|``."""
-    rows = [f"{'source':>10} {'net':>5} {'N':>4} {'sampler':>13} {'budget':>11} {'acc.%':>5} {'theory':>6} "
+    rows = [f"{'source':>10} {'net':>5} {'N':>4} {'sampler':>13} {'budget':>11} {'acc.%':>5} {'MC se':>5} {'theory':>6} "
             f"{'dU rel':>6} {'div':>3} {'R-hat':>5} {'ESS':>5} {'sec':>5}"]
     s0 = res["sets"][0]
     for r in records:
@@ -717,7 +720,7 @@ def format_sampling(records: list[dict], res: dict) -> str:
         rel = np.abs(r["U_hat"] - Ust).max() / np.abs(Ust).max()
         budget = f"{r['chains']}x{r['warmup']}+{r['samples']}"
         rows.append(f"{r['source']:>10} {r['network']:>5} {r['N']:4d} {r['sampler']:>13} {budget:>11} "
-                    f"{r['accuracy']:5.1f} {sw['accuracy'][i]:6.1f} {rel:6.3f} {r['divergences']:3d} "
+                    f"{r['accuracy']:5.1f} {r['accuracy_mcse']:5.2f} {sw['accuracy'][i]:6.1f} {rel:6.3f} {r['divergences']:3d} "
                     f"{r['rhat_U']:5.3f} {r['ess_U']:5.0f} {r['seconds']:5.0f}")
     return "\n".join(rows)
 

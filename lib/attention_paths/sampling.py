@@ -244,6 +244,21 @@ class PosteriorSamples:
     def accuracy(self, y) -> float:
         return accuracy(self.predictive_mean, y)
 
+    def accuracy_mcse(self, y) -> float:
+        """Monte Carlo standard error of :meth:`accuracy` (percentage points), from the spread of the chains'
+        own accuracies (batch means over chains): ``std_c(acc_c) / sqrt(C)``; NaN with a single chain."""
+        C = self.mean_samples.shape[0]
+        if C < 2:
+            return float("nan")
+        per_chain = [accuracy(self.mean_samples[c].mean(axis=0), y) for c in range(C)]
+        return float(np.std(per_chain, ddof=1) / np.sqrt(C))
+
+    def U_mcse(self) -> np.ndarray:
+        """Monte Carlo standard error of :attr:`U_hat`, from the bulk ESS of each entry, [Pi, Pi]."""
+        U = self.U
+        ess = _ess(U)
+        return U.reshape(-1, *U.shape[2:]).std(0, ddof=1) / np.sqrt(np.maximum(ess, 1.0))
+
     def mc_standard_error(self) -> np.ndarray:
         """Monte Carlo standard error of the predictive mean, from the bulk ESS of each test output, [M]."""
         m = self.mean_samples
