@@ -218,3 +218,19 @@ def test_save_and_load_round_trip(tmp_path):
     np.testing.assert_array_equal(back.predictive_mean, smp.predictive_mean)
     assert back.settings == json.loads(json.dumps(smp.settings))
     assert back.diagnostics == smp.diagnostics
+
+
+def test_monte_carlo_errors_of_sampled_accuracy_and_U():
+    from attention_paths.sampling import PosteriorSamples
+
+    rng = np.random.default_rng(0)
+    mean = np.empty((2, 50, 4))
+    mean[0], mean[1] = 1.0 + 0.1 * rng.standard_normal((50, 4)), -1.0 + 0.1 * rng.standard_normal((50, 4))
+    U = 1.0 + 0.01 * rng.standard_normal((2, 50, 3, 3))
+    smp = PosteriorSamples("rao-blackwell", {}, U, mean, np.zeros_like(mean), {}, 0.0)
+    y = np.ones(4)
+    assert smp.accuracy_mcse(y) == pytest.approx(np.std([100.0, 0.0], ddof=1) / np.sqrt(2))
+    one = PosteriorSamples("full", {}, U[:1], mean[:1], np.zeros_like(mean[:1]), {}, 0.0)
+    assert np.isnan(one.accuracy_mcse(y))
+    se = smp.U_mcse()
+    assert se.shape == (3, 3) and np.all(se > 0) and np.all(se < 0.01)  # about 0.01 / sqrt(100 draws)
