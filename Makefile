@@ -17,10 +17,11 @@ export XLA_PYTHON_CLIENT_PREALLOCATE := false
 BUILD_ROOT := $(if $(filter quick,$(REPRO_SCALE)),.,_build_$(REPRO_SCALE))
 HTML := $(BUILD_ROOT)/_build/html
 
-.PHONY: book test venv bench clean help
+.PHONY: book pdf test venv bench clean help
 
 help:
 	@echo "make book   - build the book (HTML in $(HTML)/index.html) at REPRO_SCALE=$(REPRO_SCALE)"
+	@echo "make pdf    - the PDF edition ($(PDF)), checked"
 	@echo "make test   - unit tests and every chapter under nbval"
 	@echo "make bench  - solver benchmark table"
 
@@ -36,6 +37,22 @@ book: $(STAMP)
 	$(BIN)/python _ext/book_cache.py $(BUILD_ROOT)
 	$(BIN)/jupyter-book build -W --keep-going --all --path-output $(BUILD_ROOT) .
 	@echo "Book built: open $(HTML)/index.html"
+
+# The PDF edition: the single-page HTML (same execution cache as `make book`), printed by headless Chromium
+# with a local MathJax, then checked. Chromium and poppler come from Debian's archive when missing (as root).
+PDF := $(BUILD_ROOT)/_build/pdf/attention-paths.pdf
+PDF_MATHJAX := $(or $(MATHJAX_DIR),$(CURDIR)/.cache/mathjax/package/es5)
+pdf: $(STAMP)
+	@command -v chromium >/dev/null && command -v pdftotext >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && apt-get install -y -q chromium poppler-utils >/dev/null; } || \
+	  { echo "make pdf needs chromium and poppler-utils"; exit 1; }
+	@test -f $(PDF_MATHJAX)/tex-mml-chtml.js || \
+	  (mkdir -p .cache/mathjax && cd .cache/mathjax && npm pack --silent mathjax@3.2.2 >/dev/null && tar xzf mathjax-3.2.2.tgz)
+	$(BIN)/python _ext/book_cache.py $(BUILD_ROOT)
+	$(BIN)/jupyter-book build -W --keep-going --all --builder singlehtml --path-output $(BUILD_ROOT) .
+	$(BIN)/python _ext/pdf.py $(BUILD_ROOT)/_build/singlehtml $(PDF) --mathjax $(PDF_MATHJAX)
+	$(BIN)/python _ext/pdf.py --check $(PDF) $(BUILD_ROOT)/_build/singlehtml
+	@echo "PDF: $(PDF)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
