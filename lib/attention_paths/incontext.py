@@ -230,18 +230,8 @@ class InContextTransformer(nn.Module):
         x0 : [B, T, 192] -> outputs [B].
         """
         B, T, F = x0.shape
-        L, H, G, D = self.n_layers, self.n_heads, self.d_qk, self.d_model
-        # path weights, readout side first: W[(h_l..h_L), :] = a^T V^(L,hL) ... V^(l,hl) * scales
-        W = self.readout.weight  # [1, D]
-        for layer in reversed(range(L)):
-            mask = self.head_mask[layer]
-            n_active = mask.sum()
-            if n_active == 0:
-                raise ValueError(f"all heads of layer {layer + 1} are pruned")
-            V = self.v[layer].weight.reshape(H, D, D)
-            W = torch.einsum("rd,hde->hre", W, V) * (mask / torch.sqrt(n_active))[:, None, None]
-            W = W.reshape(-1, D)  # [H^(L-l), D], first layer's head major
-        w = W @ self.w_in.weight  # [Pi, 192]
+        L, H, G = self.n_layers, self.n_heads, self.d_qk
+        w = self._path_weights(lambda t: t) @ self.w_in.weight  # [Pi, 192], differentiable
         # scores of every head of every layer through the bilinear forms A = Q^T K [192, 192] (one matmul
         # and one batched matmul): S[b, t, l, h, s] = (Q x_t) . (K x_s) / sqrt(G)
         A = [torch.einsum("hgi,hgj->ihj", self.q[layer].weight.reshape(H, G, F),
@@ -279,13 +269,21 @@ class InContextTransformer(nn.Module):
     def path_weights(self) -> torch.Tensor:
         """Effective path weights ``w^pi = a^T V^(L,hL) ... V^(1,h1) / sqrt(H^L)`` [Pi, d_model] (paths in the
         package's flattening order); ``f(x) = sum_pi w^pi . W_in xi^pi(x)`` with ``xi^pi = x0^T omega^pi``."""
+        return self._path_weights(lambda t: t.detach().double())
+
+    def _path_weights(self, cast) -> torch.Tensor:
+        """``a^T V^(L,hL) ... V^(1,h1)`` times the head-sum scales, [Pi, d_model], readout side first, with
+        every weight passed through ``cast`` (detached float64 for :meth:`path_weights`, as is for training)."""
         D, H = self.d_model, self.n_heads
-        W = self.readout.weight.detach().double()  # [1, D]
+        W = cast(self.readout.weight)  # [1, D]
         for layer in reversed(range(self.n_layers)):
-            V = self.v[layer].weight.detach().double().reshape(H, D, D)  # V[h] maps D -> D
-            scale = self.head_mask[layer].double() / torch.sqrt(self.head_mask[layer].sum().double())
-            W = torch.einsum("rd,hde,h->hre", W, V, scale).reshape(-1, D)
-        return W
+            mask = cast(self.head_mask[layer])
+            n_active = mask.sum()
+            if n_active == 0:
+                raise ValueError(f"all heads of layer {layer + 1} are pruned")
+            V = cast(self.v[layer].weight).reshape(H, D, D)  # V[h] maps D -> D
+            W = torch.einsum("rd,hde,h->hre", W, V, mask / torch.sqrt(n_active)).reshape(-1, D)
+        return W  # first layer's head major
 
 
 @torch.no_grad()
