@@ -43,15 +43,18 @@ book: $(STAMP)
 PDF := $(BUILD_ROOT)/_build/pdf/attention-paths.pdf
 PDF_MATHJAX := $(or $(MATHJAX_DIR),$(CURDIR)/.cache/mathjax/package/es5)
 pdf: $(STAMP)
-	@command -v chromium >/dev/null && command -v pdftotext >/dev/null || \
+	@{ command -v chromium || command -v chromium-browser || command -v google-chrome; } >/dev/null && \
+	  command -v pdftotext >/dev/null || \
 	  { [ "$$(id -u)" = 0 ] && apt-get install -y -q chromium poppler-utils >/dev/null; } || \
-	  { echo "make pdf needs chromium and poppler-utils"; exit 1; }
+	  { echo "make pdf needs Chromium (or Google Chrome) and poppler-utils"; exit 1; }
 	@test -f $(PDF_MATHJAX)/tex-mml-chtml.js || \
 	  (mkdir -p .cache/mathjax && cd .cache/mathjax && npm pack --silent mathjax@3.2.2 >/dev/null && tar xzf mathjax-3.2.2.tgz)
 	$(BIN)/python _ext/book_cache.py $(BUILD_ROOT)
 	$(BIN)/jupyter-book build -W --keep-going --all --builder singlehtml --path-output $(BUILD_ROOT) .
 	$(BIN)/python _ext/pdf.py $(BUILD_ROOT)/_build/singlehtml $(PDF) --mathjax $(PDF_MATHJAX)
 	$(BIN)/python _ext/pdf.py --check $(PDF) $(BUILD_ROOT)/_build/singlehtml
+	@# the published site carries the PDF next to its front page (the link on book/intro.md)
+	@if [ -d $(HTML) ]; then cp $(PDF) $(HTML)/attention-paths.pdf.tmp && mv $(HTML)/attention-paths.pdf.tmp $(HTML)/attention-paths.pdf; fi
 	@echo "PDF: $(PDF)"
 
 test: $(STAMP)
