@@ -17,8 +17,8 @@ import time
 import numpy as np
 
 import attention_paths as ap
-from attention_paths import oneshot
-from attention_paths.training import trained_network
+from attention_paths.tasks import oneshot
+from attention_paths.tasks.omniglot.training import load_network
 
 
 def main():
@@ -31,7 +31,7 @@ def main():
     args = parser.parse_args()
     widths = [int(v) for v in args.widths.split(",")]
     taus = [float(v) for v in args.taus.split(",")]
-    net, rec = trained_network("quick", train_if_missing=False)
+    net, rec = load_network("quick", train_if_missing=False)
     t0 = time.perf_counter()
     data = oneshot.extract(net, dict(cfg, P=args.P), record=rec)
     t_extract = time.perf_counter() - t0

@@ -25,12 +25,13 @@ import tracemalloc
 import numpy as np
 
 import attention_paths as ap
+from attention_paths.tasks import toy
 
 
 def make_features(P, n0, T, heads, form, readout, seed=0):
     rng = np.random.default_rng(seed)
     if form == "W":
-        layers = ap.random_wform_layers(n0, heads, 3.0, rng)
+        layers = toy.random_wform_layers(n0, heads, 3.0, rng)
     else:
         G = 128
         layers = [ap.QKFormHeads(rng.standard_normal((H, G, n0)) / np.sqrt(n0),

@@ -31,8 +31,9 @@ import time
 import numpy as np
 import torch
 
-from attention_paths import omniglot as om
-from attention_paths.incontext import InContextTransformer, sample_episodes
+from attention_paths.tasks.omniglot import data as om
+from attention_paths.tasks.omniglot.model import InContextTransformer
+from attention_paths.tasks.omniglot.episodes import sample_episodes
 
 STEPS_PER_RUN = 41_240  # the paper's 10 epochs
 

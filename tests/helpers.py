@@ -5,10 +5,11 @@ import numpy as np
 import torch
 
 import attention_paths as ap
+from attention_paths.tasks import toy
 
 
 def random_layers(n0=7, heads=(2, 3), seed=0, beta=1.5):
-    return ap.random_wform_layers(n0, heads, beta, np.random.default_rng(seed))
+    return toy.random_wform_layers(n0, heads, beta, np.random.default_rng(seed))
 
 
 def random_instance(heads=(2, 3), P=15, n0=7, T=5, readout="mean", seed=0, sigma0_2=1.0):

@@ -41,7 +41,7 @@ def test_max_steps_must_be_positive(tmp_path, capsys, steps):
     err = _error(capsys, ["omniglot-train", "--max-steps", steps, "--out", str(tmp_path / "t")])
     assert "--max-steps must be a positive" in err
     assert not (tmp_path / "t" / "last.pt").exists()
-    from attention_paths import training as tr
+    from attention_paths.tasks.omniglot import training as tr
 
     with pytest.raises(ValueError, match="max_steps"):
         tr.train(tr.TrainConfig(steps=1), tmp_path / "t2", max_steps=0)

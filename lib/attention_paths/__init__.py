@@ -5,6 +5,12 @@ Paths in a Statistical Mechanics Theory of Transformers*, NeurIPS 2024 (arXiv:24
 Equation references "T§n" point to the project's theory specification, mirrored in the book's
 Theory chapter.
 
+This namespace is the theory's public API (:mod:`attention_paths.theory`).  The layers above it are
+subpackages: :mod:`~attention_paths.sampling` (posterior samplers), :mod:`~attention_paths.tasks` (each
+chapter's computation), :mod:`~attention_paths.runs` (results folders, the pipeline, claims) and
+:mod:`~attention_paths.plotting`; :mod:`~attention_paths.base` (configuration, files, provenance) is below
+them all.
+
 Typical use::
 
     import attention_paths as ap
@@ -13,34 +19,41 @@ Typical use::
     res = ap.solve(action)                                           # res.U is the order parameter
     pred = ap.predict(res.U, feats, y, tau, feats_test)              # mean and variance
 """
-from .action import Action, NotPositiveDefiniteError, Packing, closed_form_ua, partial_trace
-from .architecture import Architecture
-from .attention import AttentionLayer, QKFormHeads, WFormHeads, readout_vector
-from .config import data_root, get_scale
-from .kernels import PathKernel, gp_kernel, path_kernel, renormalized_kernel
-from .network import AttentionPathNetwork
-from .paths import n_paths, path_features, path_index, path_inputs, path_labels, path_list, path_vectors
-from .predictor import (Prediction, accuracy, generalization_error, kernel_alignment, kernel_target_alignment,
-                        predict)
-from .scores import head_labels, head_scores, silence_heads
-from .solver import SolveResult, SolverError, solve, solve_continuation
-from .toy import ToyProblem, make_toy_problem, random_wform_layers
-
-__version__ = "0.1.0"
-
-from . import claims  # noqa: E402
-from .experiments import reproducibility_report  # noqa: E402  (needs __version__)
+from attention_paths.base.version import __version__
+from attention_paths.theory.action import Action, NotPositiveDefiniteError, Packing, closed_form_ua, partial_trace
+from attention_paths.theory.architecture import Architecture
+from attention_paths.theory.attention import AttentionLayer, QKFormHeads, WFormHeads, readout_vector
+from attention_paths.theory.kernels import PathKernel, gp_kernel, path_kernel, renormalized_kernel
+from attention_paths.theory.network import AttentionPathNetwork
+from attention_paths.theory.paths import (
+                                          n_paths,
+                                          path_features,
+                                          path_index,
+                                          path_inputs,
+                                          path_labels,
+                                          path_list,
+                                          path_vectors,
+)
+from attention_paths.theory.predictor import (
+                                          Prediction,
+                                          accuracy,
+                                          generalization_error,
+                                          kernel_alignment,
+                                          kernel_target_alignment,
+                                          predict,
+)
+from attention_paths.theory.scores import head_labels, head_scores, silence_heads
+from attention_paths.theory.solver import SolverError, SolveResult, solve, solve_continuation
 
 __all__ = [
     "Action", "NotPositiveDefiniteError", "Packing", "closed_form_ua", "partial_trace",
     "Architecture",
     "AttentionLayer", "QKFormHeads", "WFormHeads", "readout_vector",
-    "data_root", "get_scale", "reproducibility_report",
     "PathKernel", "gp_kernel", "path_kernel", "renormalized_kernel",
     "AttentionPathNetwork",
     "n_paths", "path_features", "path_index", "path_inputs", "path_labels", "path_list", "path_vectors",
     "Prediction", "accuracy", "generalization_error", "kernel_alignment", "kernel_target_alignment", "predict",
     "head_labels", "head_scores", "silence_heads",
     "SolveResult", "SolverError", "solve", "solve_continuation",
-    "ToyProblem", "make_toy_problem", "random_wform_layers",
+    "__version__",
 ]

@@ -5,11 +5,17 @@ import argparse
 import json
 import os
 import sys
+import tempfile
+from pathlib import Path
+
+from attention_paths.base import config
+from attention_paths.runs.experiments import EXPERIMENTS, run_experiment
+from attention_paths.runs.pipeline import run_pipeline, status_table
+from attention_paths.runs.stages import reproduction_stages
+from attention_paths.tasks.omniglot.training import config_for, format_history, train
 
 
 def main(argv=None) -> int:
-    from .experiments import EXPERIMENTS, run_experiment
-
     parser = argparse.ArgumentParser(prog="python -m attention_paths", description=__doc__)
     parser.add_argument("experiment", choices=sorted(EXPERIMENTS) + ["omniglot-train", "reproduce"],
                         help="which experiment to run; `reproduce` runs every experiment as resumable stages")
@@ -51,14 +57,10 @@ def main(argv=None) -> int:
     rp.add_argument("--retrain", action="store_true",
                     help="reproduce: train the network even when a committed checkpoint exists")
     args = parser.parse_args(argv)
-    os.environ.setdefault("ATTENTION_PATHS_DEVICE", args.device)
-    n_dev = args.cpu_devices or min(os.cpu_count() or 1, 8)
-    if "jax" not in sys.modules and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                                   f" --xla_force_host_platform_device_count={n_dev}").strip()
-    from .config import get_scale
-
-    scale = get_scale(args.scale)
+    config.set_theory_device(args.device)
+    # JAX starts on the first sampling call (attention_paths.sampling loads it lazily), after this
+    config.expose_cpu_devices(args.cpu_devices or min(os.cpu_count() or 1, 8), jax_started="jax" in sys.modules)
+    scale = config.get_scale(args.scale)
     out = args.out or f"out/{args.experiment}-{scale}"
     if args.max_steps is not None and args.max_steps < 1:
         parser.error(f"--max-steps must be a positive number of steps, got {args.max_steps}")
@@ -77,11 +79,9 @@ def main(argv=None) -> int:
     if args.experiment == "reproduce":
         return _reproduce(args, scale, out, parser)
     if args.experiment == "omniglot-train":
-        from .training import config_for, summary_table, train
-
         summary = train(config_for(scale), out, progress=not args.quiet, max_steps=args.max_steps,
                         precision=args.precision)
-        print(summary_table(summary))
+        print(format_history(summary))
         written = [f"{out}/{f}" for f in ("summary.json", "last.pt", "best.pt") if os.path.exists(os.path.join(out, f))]
         print(f"wrote {', '.join(written)}", file=sys.stderr)
         return 0
@@ -100,9 +100,6 @@ def main(argv=None) -> int:
 def _unusable_out(out, must_write: bool = True) -> str | None:
     """Why ``--out`` cannot hold results (a file, not writable), checked before any computation; ``None`` if
     it can.  The folder is created when missing (and writing is tried)."""
-    import tempfile
-    from pathlib import Path
-
     path = Path(out)
     if path.exists() and not path.is_dir():
         return f"--out {out} is a file, not a folder; name a folder for the results"
@@ -131,9 +128,6 @@ def _sampling_budget(args, parser) -> dict | None:
 
 
 def _reproduce(args, scale, out, parser) -> int:
-    from .pipeline import run_pipeline, status_table
-    from .reproduce import reproduction_stages
-
     budget = _sampling_budget(args, parser)
     stages = reproduction_stages(scale, network=args.network, retrain=args.retrain, sampling=budget)
     if args.status:
@@ -143,7 +137,7 @@ def _reproduce(args, scale, out, parser) -> int:
     force = [s.strip() for s in args.force.split(",") if s.strip()]
     client = cluster = None
     if args.scheduler or args.workers > 1:
-        from distributed import Client, LocalCluster
+        from distributed import Client, LocalCluster  # optional dependency (dask.distributed), only for clusters
 
         if args.scheduler:
             client = Client(args.scheduler)

@@ -1,0 +1,129 @@
+"""Run-time configuration: every environment variable the package reads, read here and nowhere else.
+
+=========================  ===============================================================================
+variable                   meaning
+=========================  ===============================================================================
+``REPRO_SCALE``            problem sizes of every experiment: ``quick`` (default; CPU, minutes) or ``paper``
+``ATTENTION_PATHS_DATA``   the dataset root (MNIST, FashionMNIST, Omniglot); default
+                           ``~/.cache/attention-paths/data``
+``ATTENTION_PATHS_OFFLINE``  set: never download, read the datasets already under the root
+``ATTENTION_PATHS_DEVICE``  where the theory's low-rank kernel products run: ``numpy`` (default), ``auto``
+                           (a CUDA GPU through torch when there is one) or a torch device
+``ATTENTION_PATHS_QUIET``  set: no progress bars
+``ATTENTION_PATHS_CLAIMS``  where chapters record their claims (default ``_build/claims`` in the project)
+``REPRO_RESULTS``          a ``reproduce`` output folder the chapters render from instead of computing
+``REPRO_FIGURES``          a folder to export every numbered figure to (PDF and SVG)
+``XLA_FLAGS``              JAX's flags; :func:`expose_cpu_devices` adds the CPU device count
+=========================  ===============================================================================
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["SCALES", "get_scale", "data_root", "offline", "theory_device", "set_theory_device", "quiet_requested",
+           "claims_folder", "results_folder", "figures_folder", "expose_cpu_devices", "repo_root", "repo_data_dir"]
+
+SCALES = ("quick", "paper")
+
+
+def _get(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+def get_scale(scale: str | None = None) -> str:
+    """Return the reproduction scale: ``scale`` if given, else ``$REPRO_SCALE``, else ``quick``.
+
+    Raises
+    ------
+    ValueError
+        If the value is not one of ``quick`` or ``paper``.
+    """
+    value = scale if scale is not None else (_get("REPRO_SCALE") or "quick")
+    value = value.strip().lower()
+    if value not in SCALES:
+        raise ValueError(
+            f"REPRO_SCALE must be one of {SCALES}, got {value!r}; "
+            "set e.g. `export REPRO_SCALE=quick`."
+        )
+    return value
+
+
+def data_root() -> Path:
+    """Dataset root: ``$ATTENTION_PATHS_DATA`` or ``~/.cache/attention-paths/data``."""
+    env = os.environ.get("ATTENTION_PATHS_DATA")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "attention-paths" / "data"
+
+
+def offline() -> bool:
+    """True when ``$ATTENTION_PATHS_OFFLINE`` is set: the datasets are never downloaded."""
+    return bool(os.environ.get("ATTENTION_PATHS_OFFLINE"))
+
+
+def theory_device() -> str | None:
+    """``$ATTENTION_PATHS_DEVICE`` (``None`` when unset): the default device of the theory's kernel products."""
+    return _get("ATTENTION_PATHS_DEVICE") or None
+
+
+def set_theory_device(device: str) -> None:
+    """Set the default device of the theory's kernel products for this process, unless already set."""
+    os.environ.setdefault("ATTENTION_PATHS_DEVICE", device)
+
+
+def quiet_requested() -> bool:
+    """True when ``$ATTENTION_PATHS_QUIET`` is set."""
+    return bool(os.environ.get("ATTENTION_PATHS_QUIET"))
+
+
+def repo_root() -> Path | None:
+    """The project's checkout when the package runs from it (``_config.yml`` beside ``lib/``), else ``None``."""
+    root = Path(__file__).resolve().parents[3]
+    return root if (root / "_config.yml").exists() and (root / "lib" / "attention_paths").is_dir() else None
+
+
+def repo_data_dir() -> Path:
+    """The project's ``data/`` folder (committed inputs and results)."""
+    return Path(__file__).resolve().parents[3] / "data"
+
+
+def claims_folder() -> Path:
+    """Where chapters record their claims: ``$ATTENTION_PATHS_CLAIMS``, else ``_build/claims`` in the project
+    (when the package runs from its repository), else ``~/.cache/attention-paths/claims``."""
+    env = _get("ATTENTION_PATHS_CLAIMS")
+    if env:
+        return Path(env).expanduser()
+    repo = repo_root()
+    if repo is not None:
+        return repo / "_build" / "claims"
+    return Path.home() / ".cache" / "attention-paths" / "claims"
+
+
+def results_folder() -> Path | None:
+    """The results folder the book renders from: ``$REPRO_RESULTS`` when set (a ``reproduce`` output), else
+    ``None``.  A value that is not a folder raises ``FileNotFoundError``."""
+    value = _get("REPRO_RESULTS")
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"REPRO_RESULTS={value!r} is not a folder; point it at the --out folder of "
+                                "`python -m attention_paths reproduce`")
+    return path.resolve()
+
+
+def figures_folder() -> Path | None:
+    """``$REPRO_FIGURES`` as a path (``None`` when unset or empty): where figures are exported."""
+    value = _get("REPRO_FIGURES")
+    return Path(value).expanduser() if value else None
+
+
+def expose_cpu_devices(n: int, jax_started: bool) -> None:
+    """Ask JAX (through ``XLA_FLAGS``) for ``n`` CPU devices, so that sampling chains run in parallel.
+
+    Only before JAX starts (``jax_started`` False) and when ``XLA_FLAGS`` does not set the count already.
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    if not jax_started and "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = (flags + f" --xla_force_host_platform_device_count={n}").strip()

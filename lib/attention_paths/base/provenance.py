@@ -1,0 +1,110 @@
+"""Provenance recorded next to every result: code version (git commit, source hash), machine and time, and
+the closing "Reproducibility" record of a chapter."""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from attention_paths.base import config
+from attention_paths.base.version import __version__
+
+__all__ = ["provenance", "hardware", "code_version", "PACKAGE_DIR", "reproducibility_report"]
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+def provenance() -> dict:
+    """Code version, platform and time, recorded next to every result."""
+    try:
+        here = Path(__file__).parent
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=here,
+                                timeout=10).stdout.strip() or None
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                    text=True, cwd=here, timeout=10).stdout.strip()) if commit else None
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = None, None
+    return {"package_version": __version__, "git_commit": commit, "git_dirty": dirty, "python": platform.python_version(),
+            "numpy": np.__version__, "machine": platform.machine(), "platform": platform.platform(),
+            "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def hardware() -> dict:
+    """The machine a run uses: CPU model and core count, torch threads and CUDA device (if any)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"cpu": cpu, "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+
+
+_CODE_VERSION: str | None = None
+
+
+def code_version(files: tuple | None = None) -> str:
+    """SHA-256 over the package's source files (path and content), so that any code change invalidates;
+    ``files``: only these files (paths relative to the package folder, e.g. ``"base/io.py"``)."""
+    global _CODE_VERSION
+    if files:
+        return _hash_files(sorted(PACKAGE_DIR / f for f in files))
+    if _CODE_VERSION is None:
+        _CODE_VERSION = _hash_files(sorted(PACKAGE_DIR.rglob("*.py")))
+    return _CODE_VERSION
+
+
+def _hash_files(paths) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.relative_to(PACKAGE_DIR).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def reproducibility_report(scale: str | None = None, seeds: dict | None = None, notes: dict | None = None) -> str:
+    """The closing "Reproducibility" record of a chapter: scale, seeds, versions, devices, dtype and commit.
+
+    ``seeds`` and ``notes`` are printed as given (e.g. ``{"training set": 27}``); package versions are read
+    from the installed distributions, devices from torch and (when already imported) JAX.
+    """
+    p = provenance()
+    lines = [f"scale              REPRO_SCALE={config.get_scale(scale)}",
+             f"code               attention_paths {p['package_version']}, git commit {p['git_commit'] or 'unknown'}"
+             + (" (with uncommitted changes)" if p.get("git_dirty") else "")]
+    for label, d in (("seeds", seeds), ("notes", notes)):
+        for k, v in (d or {}).items():
+            lines.append(f"{label:<19}{k}: {v}")
+            label = ""
+    versions = []
+    for dist in ("numpy", "scipy", "torch", "jax", "numpyro", "matplotlib"):
+        try:
+            versions.append(f"{dist} {importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    lines.append(f"packages           Python {p['python']}, " + ", ".join(versions))
+    dev = f"torch: {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else \
+        f"torch: CPU ({torch.get_num_threads()} threads)"
+    jax = sys.modules.get("jax")  # JAX's devices only when a chapter has started it (sampling)
+    if jax is not None:
+        dev += f"; JAX: {', '.join(sorted({d.platform for d in jax.devices()}))} x {jax.device_count()}"
+    lines.append(f"devices            {dev}; {p['machine']}, {p['platform']}")
+    lines.append("dtype              float64 for the theory, kernels and sampling; float32 (CPU) or float16 "
+                 "autocast (GPU) for training")
+    try:
+        results = config.results_folder()
+    except FileNotFoundError as err:
+        results = f"unusable ({err})"
+    lines.append("results            " + (f"loaded from REPRO_RESULTS={results} (the stage records printed above "
+                                          "say where and when each was computed)" if results
+                                          else "computed in this build"))
+    lines.append(f"built              {p['time_utc']}")
+    return "\n".join(lines)

@@ -1,0 +1,205 @@
+"""The figure panels shared by the chapters (matplotlib, with seaborn's heatmaps)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import seaborn as sns
+from matplotlib.patches import Rectangle
+
+from attention_paths.plotting.style import DIVERGING, SEQUENTIAL
+
+__all__ = ["heatmap_U", "kernel_image", "tile_average", "alignment_bars", "class_sorted", "accuracy_grid_image",
+           "oneshot_accuracy_panels", "pruning_score_bars", "pruning_theory_side", "training_curves"]
+
+def heatmap_U(ax, U, labels: Sequence[str] | None = None, title: str = "", vmax: float | None = None,
+              annotate: bool = True, cmap: str = DIVERGING):
+    """Order-parameter heatmap with a diverging colour map centred at zero (symmetric limits)."""
+    U = np.asarray(U)
+    vmax = float(np.abs(U).max()) if vmax is None else vmax
+    im = ax.imshow(U, cmap=cmap, vmin=-vmax, vmax=vmax)
+    if labels is not None:
+        ax.set_xticks(range(len(labels)), labels, rotation=90 if len(labels) > 6 else 0)
+        ax.set_yticks(range(len(labels)), labels)
+    if annotate and U.shape[0] <= 6:
+        for i in range(U.shape[0]):
+            for j in range(U.shape[1]):
+                ax.text(j, i, f"{U[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if abs(U[i, j]) > 0.6 * vmax else "black")
+    ax.set_title(title)
+    return im
+
+
+def class_sorted(y) -> np.ndarray:
+    """Indices that put the +1 examples first and the -1 examples second (stable)."""
+    y = np.asarray(y)
+    return np.concatenate([np.flatnonzero(y > 0), np.flatnonzero(y <= 0)])
+
+
+def tile_average(K, tile: int, mask_diagonal: bool = True) -> np.ndarray:
+    """Average a square matrix over ``tile x tile`` blocks (the diagonal entries left out if asked).
+
+    Makes class structure visible in kernels whose diagonal and example-to-example noise dominate.
+    """
+    K = np.array(K, dtype=float)
+    if mask_diagonal:
+        np.fill_diagonal(K, np.nan)
+    n = K.shape[0] // tile
+    K = K[: n * tile, : n * tile].reshape(n, tile, n, tile)
+    return np.nanmean(K, axis=(1, 3))
+
+
+def kernel_image(ax, K, order=None, title: str = "", tile: int | None = None, cmap: str | None = None,
+                 limits: str = "symmetric"):
+    """Kernel heatmap, optionally re-ordered (e.g. by class) and tile-averaged (diagonal left out).
+
+    ``limits="symmetric"``: diverging colour map (default ``RdBu_r``) centred at zero with symmetric limits.
+    ``limits="off-diagonal"``: sequential map (default ``viridis``) spanning the range of the off-diagonal
+    entries, which shows block structure in kernels that are positive everywhere and dominated by their
+    diagonal (diagonal entries above the range saturate).
+    """
+    K = np.asarray(K)
+    if order is not None:
+        K = K[np.ix_(order, order)]
+    if tile:
+        K = tile_average(K, tile)
+    if limits == "symmetric":
+        vmax = np.nanmax(np.abs(K))
+        im = ax.imshow(K, cmap=cmap or DIVERGING, vmin=-vmax, vmax=vmax)
+    elif limits == "off-diagonal":
+        off = K[~np.eye(K.shape[0], dtype=bool)]
+        im = ax.imshow(K, cmap=cmap or SEQUENTIAL, vmin=np.nanmin(off), vmax=np.nanmax(off))
+    else:
+        raise ValueError(f"limits must be 'symmetric' or 'off-diagonal', got {limits!r}")
+    ax.set_title(title)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    return im
+
+
+def alignment_bars(ax, overlaps: dict, k: int | None = None):
+    """Side-by-side bars of kernel-label overlaps ``|u_k^T Y|/sqrt(P)`` for several kernels."""
+    names = list(overlaps)
+    n = len(names)
+    k = k or min(len(v) for v in overlaps.values())
+    width = 0.8 / n
+    for j, name in enumerate(names):
+        ax.bar(np.arange(1, k + 1) + (j - (n - 1) / 2) * width, np.asarray(overlaps[name])[:k], width, label=name)
+    ax.set_xlabel("eigenvector rank $k$ (by decreasing eigenvalue)")
+    ax.set_ylabel(r"$|u_k^\top Y|/\sqrt{P}$")
+    ax.legend(frameon=False)
+
+
+def accuracy_grid_image(ax, acc, widths, taus, title: str = "", vmin: float | None = None, vmax: float | None = None,
+                        mark=None, annotate: bool | None = None):
+    """Accuracy (%) over a temperatures x widths grid as a seaborn heatmap, lowest temperature at the bottom.
+
+    ``mark`` = [(i_tau, i_width)] cells boxed in red; ``annotate`` writes the values in the cells (default:
+    when the grid has at most 40 cells).  Returns the heatmap's mesh (for a colour bar).
+    """
+    acc = np.asarray(acc, dtype=float)
+    n_t = acc.shape[0]
+    annotate = acc.size <= 40 if annotate is None else annotate
+    sns.heatmap(acc[::-1], ax=ax, cmap=SEQUENTIAL, vmin=vmin, vmax=vmax, cbar=False, square=False,
+                annot=annotate, fmt=".0f", annot_kws={"fontsize": 7},
+                xticklabels=[f"{int(w)}" for w in widths], yticklabels=[f"{t:g}" for t in list(taus)[::-1]])
+    ax.tick_params(axis="x", rotation=90 if len(widths) > 5 else 0)
+    ax.tick_params(axis="y", rotation=0)
+    ax.set_xlabel("width $N$")
+    ax.set_ylabel(r"temperature $\tau$")
+    for i, j in mark or []:
+        ax.add_patch(Rectangle((j, n_t - 1 - i), 1, 1, fill=False, ec="red", lw=1.2))
+    ax.set_title(title)
+    return ax.collections[0]
+
+
+def oneshot_accuracy_panels(axes, summary: dict, sets=("test", "MNIST", "FashionMNIST"), titles=None):
+    """Accuracy against width for an ``omniglot-theory`` summary (live or reloaded), one panel per set.
+
+    Theory at the validation-selected temperature (solid), at the test-selected one (the paper's protocol,
+    dashed), at ``tau = 0.5`` (dotted), sampled posterior points at ``tau = 0.5``, the GP limit at its
+    validation-selected temperature, and the trained network's own accuracy.
+    """
+    widths = np.asarray(summary["widths"])
+    taus = list(np.asarray(summary["taus"], float))
+    cfg = summary["config"]
+    i_panel = taus.index(cfg["panel_tau"])
+    sel = summary["select"]
+    for ax, s in zip(axes, sets):
+        ours = np.asarray(sel["val"]["theory"]["accuracy"][s], float)
+        paper = np.asarray(sel["test"]["theory"]["accuracy"][s], float)
+        ax.plot(widths, ours, "o-", color="C0", ms=3.5, label=r"theory, $\tau$ selected on validation")
+        ax.plot(widths, paper, "s--", color="C0", ms=3, alpha=0.55, label=r"theory, $\tau$ selected on test (paper)")
+        ax.plot(widths, np.asarray(summary["grid_accuracy"][s], float)[i_panel], ":", color="C2", lw=1.2,
+                label=rf"theory, $\tau={cfg['panel_tau']:g}$")
+        for N, entry in summary.get("sampled", {}).items():
+            ax.plot([int(N)], [entry[s]["sampled"]], "D", color="C3", ms=6, mfc="none", mew=1.5,
+                    label=rf"sampled posterior, $\tau={cfg['sampling']['tau']:g}$")
+        gp = float(np.asarray(sel["val"]["gp"]["accuracy"][s]))
+        ax.axhline(gp, color="C1", lw=1.2, label=rf"GP limit ($\tau={float(np.asarray(sel['val']['gp']['tau'])):g}$)")
+        ax.axhline(summary["network_accuracy"][s], color="0.45", lw=1, ls="-.", label="trained network")
+        ax.set_xscale("log")
+        ax.set_xlabel("width $N$")
+        ax.set_title((titles or {}).get(s, s))
+    axes[0].set_ylabel("accuracy (%)")
+    return axes
+
+
+def pruning_score_bars(ax, summary: dict, set_name: str = "test"):
+    """Dual-axis bars of a pruning result (live or reloaded): normalised head scores (left axis, C0) and the
+    single-head accuracy drop on ``set_name`` with paired standard errors (right axis, C3), heads by
+    ascending score and paired by label (spec §C.4).  Returns the right axis."""
+    order = summary["order"]
+    x = np.arange(len(order))
+    ax.bar(x - 0.2, [summary["scores"][k] for k in order], 0.4, color="C0", label="head score")
+    ax.set_ylabel("normalised head score", color="C0")
+    ax.set_xticks(x, order)
+    ax.set_xlabel("head (layer)head, by ascending score")
+    ax2 = ax.twinx()
+    singles = summary["singles"]
+    ax2.bar(x + 0.2, [singles[k]["drop"][set_name] for k in order], 0.4,
+            yerr=[singles[k]["drop_se"][set_name] for k in order], color="C3", alpha=0.8, capsize=2,
+            label="accuracy drop")
+    ax2.set_ylabel("accuracy drop (points)", color="C3")
+    ax2.axhline(0, color="0.5", lw=0.6)
+    ax2.spines["right"].set_visible(True)
+    return ax2
+
+
+def pruning_theory_side(ax_drops, ax_stability, summary: dict):
+    """Left: network-side against theory-side single-head drops (in distribution); right: the Spearman
+    correlation of the head ranking at every grid point with the panel point's.  Returns the image."""
+    labels = list(summary["singles"])
+    th = [summary["theory_side"][k]["test"] for k in labels]
+    nw = [summary["singles"][k]["drop"]["test"] for k in labels]
+    ax_drops.errorbar(th, nw, yerr=[summary["singles"][k]["drop_se"]["test"] for k in labels], fmt="o", ms=4)
+    for k, u, v in zip(labels, th, nw):
+        ax_drops.annotate(k, (u, v), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax_drops.set_xlabel("theory-side drop (points)")
+    ax_drops.set_ylabel("network-side drop (points)")
+    im = ax_stability.imshow(np.asarray(summary["stability"], float), cmap=DIVERGING, vmin=-1, vmax=1,
+                             origin="lower", aspect="auto")
+    ax_stability.set_xticks(range(len(summary["widths"])), [int(w) for w in summary["widths"]])
+    ax_stability.set_yticks(range(len(summary["taus"])), [f"{float(t):g}" for t in summary["taus"]])
+    ax_stability.set_xlabel("width $N$")
+    ax_stability.set_ylabel(r"temperature $\tau$")
+    return im
+
+
+def training_curves(ax_loss, ax_acc, records: dict, sets=("val", "test", "MNIST", "FashionMNIST")):
+    """Training loss and evaluation accuracies against step for one or more training records
+    ({name: record}); one line style per record, one colour per evaluation set."""
+    styles = ("-", "--", ":", "-.")
+    names = {"val": "meta-validation", "test": "meta-test", "MNIST": "MNIST", "FashionMNIST": "FashionMNIST"}
+    for (name, rec), ls in zip(records.items(), styles):
+        hist = rec["history"]
+        steps = [h["step"] for h in hist]
+        ax_loss.plot(steps, [h["train_loss"] for h in hist], ls, color="0.2", label=name)
+        for i, key in enumerate(sets):
+            ax_acc.plot(steps, [h[key]["accuracy"] for h in hist], ls, color=f"C{i}",
+                        label=f"{names.get(key, key)} ({name})")
+    ax_loss.set_xlabel("step")
+    ax_loss.set_ylabel("training loss (MSE)")
+    ax_acc.axhline(50, color="0.6", lw=0.8, ls=":")
+    ax_acc.set_xlabel("step")
+    ax_acc.set_ylabel("accuracy (%)")

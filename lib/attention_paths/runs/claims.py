@@ -1,0 +1,101 @@
+"""Claim records shared by the experiment chapters: ``{"id", "claim", "passed", "detail"}`` dictionaries."""
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from attention_paths.base import config
+from attention_paths.base.io import atomic_write_json
+from attention_paths.base.provenance import code_version, provenance
+
+__all__ = ["format_claims", "assert_claims", "record_claims", "claims_dir", "load_claim_records", "claims_markdown"]
+
+
+def format_claims(claims: list[dict], width: int = 88) -> str:
+    """Claim records as wrapped text, one block per claim: ``[pass]`` / ``[FAIL]``, id, claim, numbers."""
+    blocks = []
+    for c in claims:
+        blocks.append(f"[{'pass' if c['passed'] else 'FAIL'}] {c['id']}: {c['claim']}")
+        blocks.append(textwrap.fill(c["detail"], width, initial_indent=" " * 7, subsequent_indent=" " * 7))
+    return "\n".join(blocks)
+
+
+def assert_claims(claims: list[dict], expected_failures: dict | None = None, *, chapter: str | None = None,
+                  scale: str | None = None) -> None:
+    """Raise ``AssertionError`` if a claim fails that is not in ``expected_failures`` ({id: reason}), or if an
+    expected failure passes (so that the text explaining it goes stale loudly).
+
+    With ``chapter``, the claims are first recorded (:func:`record_claims`) for the paper-to-book map.
+    """
+    expected_failures = expected_failures or {}
+    if chapter is not None:
+        record_claims(chapter, claims, scale, expected_failures)
+    status = {c["id"]: c["passed"] for c in claims}
+    unknown = [k for k in expected_failures if k not in status]
+    unexpected = [k for k, ok in status.items() if not ok and k not in expected_failures]
+    stale = [k for k in expected_failures if status.get(k, False)]
+    assert not unknown, f"expected failures name unknown claims: {unknown}"
+    assert not unexpected, f"claims failed: {unexpected}"
+    assert not stale, f"expected failures now pass (update the text that explains them): {stale}"
+
+
+# ------------------------------------------------------------------------------------------ records for the map
+def claims_dir() -> Path:
+    """Where chapters record their claims (:func:`attention_paths.base.config.claims_folder`)."""
+    return config.claims_folder()
+
+
+def record_claims(chapter: str, claims: list[dict], scale: str | None = None,
+                  expected_failures: dict | None = None) -> Path:
+    """Write the claims a chapter computed to ``claims_dir()/<scale>/<chapter>.json`` (atomically), with the
+    code version and time, for :func:`claims_markdown`."""
+    scale = config.get_scale(scale)
+    record = {"chapter": chapter, "scale": scale, "claims": claims, "expected_failures": expected_failures or {},
+              "code_version": code_version(), "provenance": provenance()}
+    return atomic_write_json(claims_dir() / scale / f"{chapter}.json", record)
+
+
+def load_claim_records(scale: str | None = None) -> dict[str, dict]:
+    """{chapter: record} of the claims recorded at ``scale``; unreadable records are skipped with a note."""
+    folder = claims_dir() / config.get_scale(scale)
+    out = {}
+    for p in sorted(folder.glob("*.json")):
+        try:
+            out[p.stem] = json.loads(p.read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            out[p.stem] = {"error": f"{p} is unreadable ({err})"}
+    return out
+
+
+def _status(claim: dict, expected: dict) -> str:
+    if claim["passed"]:
+        return "**agrees**" if claim["id"] not in expected else "agrees (listed as a deviation)"
+    return "known deviation" if claim["id"] in expected else "**FAILS**"
+
+
+def claims_markdown(records: dict[str, dict], chapters: dict[str, str], detail_width: int = 160) -> str:
+    """Markdown: per chapter, when and by which code its claims were computed, then a table of the claims
+    with their computed status and the numbers behind it.  ``chapters`` maps chapter names to MyST
+    references (the headings)."""
+    blocks = []
+    for chapter, ref in chapters.items():
+        rec = records.get(chapter)
+        if rec is None:
+            blocks.append(f"**{ref}**: not computed yet (build or run the chapter).")
+            continue
+        if "error" in rec:
+            blocks.append(f"**{ref}**: {rec['error']}.")
+            continue
+        prov = rec.get("provenance", {})
+        stale = rec.get("code_version") != code_version()
+        head = (f"**{ref}**: computed {prov.get('time_utc', '?')}, commit {(prov.get('git_commit') or '?')[:10]}"
+                + (", **by other code than this build's (stale)**" if stale else ""))
+        rows = ["| claim | computed | numbers |", "|---|---|---|"]
+        for c in rec["claims"]:
+            detail = c["detail"] if len(c["detail"]) <= detail_width else c["detail"][: detail_width - 1] + "…"
+            text = c["claim"].replace("|", "\\|")
+            rows.append(f"| {c['id']}: {text} | {_status(c, rec.get('expected_failures', {}))} | "
+                        f"{detail.replace('|', '/')} |")
+        blocks.append(head + "\n\n" + "\n".join(rows))
+    return "\n\n".join(blocks)

@@ -1,0 +1,289 @@
+"""Results folders: the one module that writes and reads them.
+
+A **results folder** holds
+
+* ``summary.json``: the JSON record of an experiment (its settings, numbers, claims and provenance),
+* ``arrays.npz``: its arrays,
+* ``result.pkl`` (written by the ``reproduce`` stages only): the chapter's in-memory result,
+
+and, when a stage of ``python -m attention_paths reproduce`` wrote it, ``_stage.json`` (:data:`RECORD`): the
+stage's record (key, settings, code version, SHA-256 of every file, provenance), written last.  Every file is
+written atomically.  The command line (``python -m attention_paths <experiment> --out``), the stages and the
+chapters all go through :func:`write`, :func:`read`, :func:`load_run` and :func:`result_or_compute`.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from pathlib import Path
+
+import numpy as np
+
+from attention_paths.base import config
+from attention_paths.base.io import atomic_savez, atomic_write, atomic_write_json, load_json, load_npz
+from attention_paths.base.provenance import code_version
+from attention_paths.tasks import pruning
+from attention_paths.tasks.omniglot import training
+
+__all__ = ["SUMMARY", "ARRAYS", "RESULT", "RECORD", "write", "write_result", "read", "load_run", "write_record",
+           "read_record", "file_hashes", "stage_state", "results_dir", "load_stage_result", "result_or_compute", "trained_network"]
+
+SUMMARY, ARRAYS, RESULT, RECORD = "summary.json", "arrays.npz", "result.pkl", "_stage.json"
+LOCK = ".lock"  # held by a running pipeline (:class:`attention_paths.runs.pipeline.results_lock`)
+
+
+# ------------------------------------------------------------------------------------------ writing
+def write(folder, summary: dict, arrays: dict, result=None) -> Path:
+    """Write a results folder: ``arrays.npz``, then (given) ``result.pkl``, then ``summary.json``; each file
+    atomically, the summary last (a folder with a summary is complete).  Returns the folder."""
+    folder = Path(folder)
+    atomic_savez(folder / ARRAYS, **arrays)
+    if result is not None:
+        write_result(folder, result)
+    atomic_write_json(folder / SUMMARY, summary)
+    return folder
+
+
+def write_result(folder, result) -> Path:
+    """The chapter's in-memory result, pickled into ``folder/result.pkl`` (read by :func:`result_or_compute`)."""
+    return atomic_write(Path(folder) / RESULT, lambda fh: pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def write_record(folder, record: dict) -> Path:
+    """A stage's record ``folder/_stage.json`` (written by the pipeline after the stage's files)."""
+    return atomic_write_json(Path(folder) / RECORD, record)
+
+
+# ------------------------------------------------------------------------------------------ reading
+def read(folder) -> tuple[dict, dict] | None:
+    """``(summary, arrays)`` of a results folder; ``None`` when it has no ``summary.json``.  Damaged or
+    missing files raise ``ValueError``."""
+    folder = Path(folder)
+    if not (folder / SUMMARY).exists():
+        return None
+    try:
+        summary = load_json(folder / SUMMARY)
+        arrays = load_npz(folder / ARRAYS)
+    except (OSError, KeyError, ValueError) as err:
+        raise ValueError(f"results folder {folder} is incomplete or corrupted ({err!r})") from None
+    return summary, arrays
+
+
+def read_record(folder) -> dict:
+    """The stage record ``folder/_stage.json`` as a dict (``ValueError`` when unreadable)."""
+    path = Path(folder) / RECORD
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"stage record {path} is unreadable ({err})") from None
+
+
+def _hmc_run(folder: Path, summary: dict, arrays: dict) -> dict:
+    for key, entry in summary["sampled"].items():
+        entry["arrays"] = {part: arrays[f"sample_{key}_{part}"] for part in ("mean", "var", "mcse", "U_hat")}
+    return summary
+
+
+def _oneshot_run(folder: Path, summary: dict, arrays: dict) -> dict:
+    summary["arrays"] = arrays
+    if arrays.get("U") is None or arrays["U"].shape[:2] != (len(summary["taus"]), len(summary["widths"])):
+        raise ValueError(f"{folder}/arrays.npz does not match its summary.json")
+    return summary
+
+
+def _pruning_run(folder: Path, summary: dict, arrays: dict) -> dict:
+    missing = [k for k in ("order", "scores", "singles", "combinations", "spearman", "claims") if k not in summary]
+    if missing:
+        raise ValueError(f"{folder}/summary.json lacks {missing}")
+    summary["arrays"] = arrays
+    for s_name, n in summary["n_episodes"].items():
+        F = arrays.get(f"F_{s_name}")
+        if F is None or F.shape != (n, int(np.prod(pruning.HEADS))):
+            raise ValueError(f"{folder}/arrays.npz does not match its summary.json (set {s_name})")
+    return summary
+
+
+_ASSEMBLE = {"hmc": _hmc_run, "omniglot-theory": _oneshot_run, "pruning": _pruning_run}
+
+
+def load_run(folder, experiment: str) -> dict | None:
+    """An experiment's results folder (``python -m attention_paths <experiment> --out folder``, or committed
+    under ``data/``), checked and assembled for the chapters; ``None`` when ``folder/summary.json`` does not
+    exist.  A damaged run, or one of another experiment, raises ``ValueError``.
+
+    * ``hmc``: the summary, with every sampling run's arrays (posterior ``mean``, ``var``, ``mcse``,
+      ``U_hat``) under ``summary["sampled"][key]["arrays"]``, ``key = "<network>_N<width>_<sampler>"``;
+    * ``omniglot-theory``, ``pruning``: the summary with its arrays under ``summary["arrays"]``.
+    """
+    if experiment not in _ASSEMBLE:
+        raise ValueError(f"no reader for experiment {experiment!r}; choose from {sorted(_ASSEMBLE)}")
+    folder = Path(folder)
+    if not (folder / SUMMARY).exists():
+        return None
+    try:
+        kind = load_json(folder / SUMMARY).get("experiment")
+    except (OSError, ValueError, AttributeError) as err:
+        raise ValueError(f"results folder {folder} is incomplete or corrupted ({err!r})") from None
+    if kind != experiment:
+        article = "an" if experiment[0] in "aeiou" else "a"
+        raise ValueError(f"{folder}/summary.json is not {article} {experiment} run (it is {kind!r})")
+    summary, arrays = read(folder)
+    try:
+        return _ASSEMBLE[experiment](folder, summary, arrays)
+    except KeyError as err:
+        raise ValueError(f"{experiment} run in {folder} is incomplete or corrupted ({err!r})") from None
+
+
+# ------------------------------------------------------------------------------------------ stage folders
+def file_hashes(folder: Path) -> dict:
+    """``{relative path: {"size", "sha256"}}`` of every file in a folder but its stage record."""
+    files = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and p.name != RECORD:
+            h = hashlib.sha256()
+            with open(p, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            files[str(p.relative_to(folder))] = {"size": p.stat().st_size, "sha256": h.hexdigest()}
+    return files
+
+
+def stage_state(folder, key: str | None = None) -> tuple[str, str]:
+    """State of a stage's output folder: ``("done"|"missing"|"stale"|"corrupt", reason)``.
+
+    ``done``: the record exists, its key equals ``key`` (when given), and every file it lists exists with
+    the recorded size and SHA-256.  ``corrupt``: the record is unreadable, or a file is missing, truncated
+    or changed.  ``stale``: a valid output made with other settings or code.
+    """
+    folder = Path(folder)
+    rec_path = folder / RECORD
+    if not folder.exists():
+        return "missing", "no output folder"
+    if not rec_path.exists():
+        return "corrupt", f"{rec_path} is missing"
+    try:
+        rec = json.loads(rec_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        return "corrupt", f"{rec_path} is unreadable ({err})"
+    problem = _record_problem(rec)
+    if problem:
+        return "corrupt", f"{rec_path} is ill-formed ({problem})"
+    files = rec["files"]
+    actual = file_hashes(folder)
+    for rel, meta in files.items():
+        if rel not in actual:
+            return "corrupt", f"{folder / rel} is missing"
+        if actual[rel]["size"] != meta["size"]:
+            return "corrupt", f"{folder / rel} has {actual[rel]['size']} bytes, its record says {meta['size']}"
+        if actual[rel]["sha256"] != meta["sha256"]:
+            return "corrupt", f"{folder / rel} does not match the SHA-256 in its record"
+    if key is not None and rec.get("key") != key:
+        return "stale", "settings, code or an upstream stage changed"
+    return "done", "up to date"
+
+
+def _record_problem(rec) -> str | None:
+    """What is wrong with a stage record's structure (its schema), or ``None``."""
+    if not isinstance(rec, dict):
+        return f"a {type(rec).__name__}, not an object"
+    for name, kind in (("stage", str), ("key", str), ("files", dict)):
+        if not isinstance(rec.get(name), kind):
+            return f"'{name}' must be a {kind.__name__}, found {rec.get(name)!r}"[:200]
+    if not rec["files"]:
+        return "it lists no output files"
+    for rel, meta in rec["files"].items():
+        if not (isinstance(meta, dict) and isinstance(meta.get("size"), int) and isinstance(meta.get("sha256"), str)
+                and len(meta["sha256"]) == 64):
+            return f"the entry of {rel!r} needs an integer size and a SHA-256"
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            return f"the file name {rel!r} points outside the stage folder"
+    if not isinstance(rec.get("upstream_content", {}), dict):
+        return "'upstream_content' must be an object"
+    return None
+
+
+
+# ------------------------------------------------------------------------------------------ a reproduce output
+def results_dir() -> Path | None:
+    """The results folder the book renders from: ``$REPRO_RESULTS`` when set (a ``reproduce`` output), else
+    ``None`` (chapters compute live or read the committed results under ``data/``)."""
+    return config.results_folder()
+
+
+def load_stage_result(stage: str, folder=None) -> dict | None:
+    """The record of stage ``stage`` in a results folder (default :func:`results_dir`), after checking that
+    every file still matches it; ``None`` when there is no results folder or the stage has not run.
+    A damaged stage output raises ``ValueError``."""
+    folder = Path(folder) if folder is not None else results_dir()
+    if folder is None or not (folder / stage).exists():
+        return None
+    state, reason = stage_state(folder / stage)
+    if state != "done":
+        raise ValueError(f"results of stage {stage!r} in {folder} are {state}: {reason}; rerun "
+                         f"`python -m attention_paths reproduce --out {folder}`")
+    record = read_record(folder / stage)
+    record["folder"] = str(folder / stage)
+    return record
+
+
+def _describe(record: dict) -> str:
+    prov, proc = record.get("provenance", {}), record.get("process", {})
+    commit = (prov.get("git_commit") or "unknown")[:10] + (" (uncommitted changes)" if prov.get("git_dirty") else "")
+    return (f"{record['folder']} (stage computed {prov.get('time_utc', '?')} on {proc.get('host', '?')}, "
+            f"commit {commit}, {record.get('wall_seconds', float('nan')):.0f} s)")
+
+
+def result_or_compute(stage: str, compute, scale: str | None = None):
+    """A chapter's main result: ``compute()`` in this build, or, when ``$REPRO_RESULTS`` names a results
+    folder, the result that stage ``stage`` of ``python -m attention_paths reproduce`` stored there.
+
+    Prints where the result comes from (the figures of the chapter are drawn from it).  A stored result
+    must have been made at the chapter's scale and by this version of the code (same :func:`code_version`);
+    otherwise this raises rather than show figures of other code or another scale.
+    """
+    folder = results_dir()
+    if folder is None:
+        print("Results: computed in this build.")
+        return compute()
+    record = load_stage_result(stage, folder)
+    if record is None:
+        raise FileNotFoundError(f"REPRO_RESULTS={folder} has no output of stage {stage!r}; run `python -m "
+                                f"attention_paths reproduce --out {folder} --only {stage}`")
+    scale = config.get_scale(scale)
+    if record["params"].get("scale") != scale:
+        raise ValueError(f"REPRO_RESULTS stage {stage!r} was computed at scale {record['params'].get('scale')!r}, "
+                         f"this build is at REPRO_SCALE={scale!r}; set REPRO_SCALE to match")
+    files = record.get("code_files")
+    if record["code_version"] != code_version(tuple(files) if isinstance(files, list) else None):
+        raise ValueError(f"REPRO_RESULTS stage {stage!r} was computed by other code (code version "
+                         f"{record['code_version'][:12]}, this is {code_version()[:12]}); rerun the stage with "
+                         "this code or check out the commit that made it")
+    with open(Path(record["folder"]) / RESULT, "rb") as fh:
+        result = pickle.load(fh)
+    print(f"Results: loaded from {_describe(record)}.")
+    return result
+
+
+def stage_network(folder: Path):
+    """``(net, record)`` of a ``train`` stage's folder (``model.pt`` + ``record.json``), its SHA-256 checked."""
+    folder = Path(folder)
+    record = json.loads((folder / "record.json").read_text())
+    net, _ = training.load_trained(folder / "model.pt")
+    sha = training.checkpoint_sha256(folder / "model.pt")
+    return net, {**record, "source": f"reproduce stage {folder.name} ({folder})", "sha256": sha}
+
+
+def trained_network(scale: str | None = None, network: str | None = None):
+    """``(net, record)`` for a chapter: the ``train`` stage's network when ``$REPRO_RESULTS`` is set, else
+    :func:`attention_paths.tasks.omniglot.training.load_network` of ``network`` (default: the scale's)."""
+    folder = results_dir()
+    if folder is None:
+        return training.load_network(network or scale)
+    record = load_stage_result("train", folder)
+    if record is None:
+        raise FileNotFoundError(f"REPRO_RESULTS={folder} has no output of stage 'train'")
+    if network is not None and record["params"].get("network") != network:
+        raise ValueError(f"REPRO_RESULTS trained network is {record['params'].get('network')!r}, "
+                         f"not {network!r}")
+    return stage_network(Path(record["folder"]))

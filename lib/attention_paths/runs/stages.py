@@ -1,0 +1,258 @@
+"""Every experiment of the book as stages of one pipeline: ``python -m attention_paths reproduce``.
+
+Stages (:func:`reproduction_stages`), what each reads, and what it writes under ``OUT/<stage>/``:
+
+* ``data`` (the dataset root): ``datasets.json``, the prepared Omniglot splits, MNIST and FashionMNIST
+  test sets (sizes and content hashes);
+* ``train`` (``data``): ``model.pt`` + ``record.json``, the trained network (the committed checkpoint when
+  there is one, else trained here, resumable from ``OUT/_work/train``; GPU);
+* ``export`` (``train``): ``oneshot_data.npz`` (path features, targets and network outputs of every set)
+  and ``qk.npz`` (query/key weights);
+* ``grid-tau<t>`` (``export``): one temperature column of the widths x temperatures theory grid;
+* ``sample-N<n>`` (``export``): Rao-Blackwellised posterior samples at width ``n`` (GPU);
+* ``omniglot-theory`` (all of the above): ``summary.json`` + ``arrays.npz`` as the CLI experiment, and
+  ``result.pkl``, the chapter's result (a results folder, :mod:`attention_paths.runs.results`);
+* ``pruning`` (``train``, ``export``, the grid): ``summary.json``, ``arrays.npz``, ``result.pkl``;
+* ``theory``, ``posterior``, ``hmc`` (nothing): the same three files for the Theory, posterior-check
+  and hidden-Markov-chain experiments.
+
+The temperature columns of the grid and the sampling widths are independent stages, so they run in
+parallel on a Dask cluster.  See :mod:`attention_paths.runs.pipeline` for skipping, invalidation and atomicity.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from attention_paths import sampling
+from attention_paths.base import config
+from attention_paths.base.io import atomic_savez, atomic_write_json, load_npz
+from attention_paths.runs import results
+from attention_paths.runs.experiments import EXPERIMENTS
+from attention_paths.runs.pipeline import Stage, StageContext
+from attention_paths.tasks.omniglot.data import load_ood, load_split
+from attention_paths.tasks.omniglot.training import (
+    committed_checkpoint,
+    config_for,
+    export_checkpoint,
+    train,
+)
+from attention_paths.tasks.oneshot import (
+    ONESHOT_EXPERIMENT,
+    extract,
+    load_oneshot_data,
+    merge_grids,
+    oneshot_summary,
+    run_oneshot,
+    sample_oneshot,
+    save_oneshot_data,
+    theory_grid,
+    with_budget,
+)
+from attention_paths.tasks.pruning import PRUNING_EXPERIMENT, pruning_summary, run_pruning
+
+__all__ = ["reproduction_stages"]
+
+
+# The expensive, stable stages are keyed by the library code they run only (an edit elsewhere in the
+# package, this file included, does not retrain the network; use --force train after changing their glue
+# below); every other stage by the whole package.
+DATA_CODE = ("base/config.py", "base/io.py", "base/progress.py", "tasks/omniglot/data.py")
+TRAIN_CODE = DATA_CODE + ("base/provenance.py", "theory/attention.py", "theory/checks.py", "tasks/omniglot/episodes.py",
+                          "tasks/omniglot/model.py", "tasks/omniglot/training.py")
+
+
+def _tau_name(tau: float) -> str:
+    return f"grid-tau{tau:g}"
+
+
+# ------------------------------------------------------------------------------------------ stage functions
+def stage_data(ctx: StageContext) -> dict:
+    """Prepare (and, online, download) every dataset; record sizes and content hashes."""
+
+    info = {}
+    for split in ("train", "val", "test"):
+        images = np.ascontiguousarray(load_split(split).images)
+        info[f"omniglot-{split}"] = {"shape": list(images.shape),
+                                     "sha256": hashlib.sha256(images.tobytes()).hexdigest()}
+    for name in ("MNIST", "FashionMNIST"):
+        ood = load_ood(name)
+        arr = np.ascontiguousarray(ood["test"])
+        info[name] = {"shape": list(arr.shape), "sha256": hashlib.sha256(arr.tobytes()).hexdigest()}
+
+    atomic_write_json(ctx.out / "datasets.json", info)
+    return {k: v["shape"] for k, v in info.items()}
+
+
+def stage_train(ctx: StageContext) -> dict:
+    """The trained network: the committed checkpoint of ``params["network"]`` unless ``retrain``, else
+    :func:`attention_paths.tasks.omniglot.training.train` in the persistent work folder (resumable), then exported."""
+
+    network = ctx.params["network"]
+    committed = None if ctx.params["retrain"] else committed_checkpoint(network)
+    if committed is not None:
+        path, record = committed
+        shutil.copyfile(path, ctx.out / "model.pt")
+        shutil.copyfile(path.parent / "record.json", ctx.out / "record.json")
+        return {"source": f"committed checkpoint data/omniglot-{network}/model.pt",
+                "sha256": record["exported"]["sha256"]}
+    train(config_for(network), ctx.work, progress=ctx.progress)
+    record = export_checkpoint(ctx.work, ctx.out)
+    return {"source": f"trained by the train stage ({record.get('device', '?')})", "sha256": record["exported"]["sha256"]}
+
+
+def stage_export(ctx: StageContext) -> dict:
+    """Path features, targets and network outputs of every set (spec §B.7-B.8), and the query/key weights."""
+
+    net, record = results.stage_network(ctx.inputs["train"])
+    data = extract(net, ctx.params["config"], None, record, ctx.progress)
+    save_oneshot_data(data, ctx.out / "oneshot_data.npz")
+    sd = net.state_dict()
+    atomic_savez(ctx.out / "qk.npz", **{k: v.double().numpy() for k, v in sd.items() if k.startswith(("q.", "k."))})
+    return {"sets": {k: int(len(v)) for k, v in data.y.items()}, "network_sha256": record["sha256"]}
+
+
+def _save_grid(grid: dict, path: Path):
+
+    atomic_savez(path, widths=grid["widths"], taus=grid["taus"], U=grid["U"], seconds=np.array(grid["seconds"]),
+                 grad_max=grid["solver"]["grad_max"], n_iter=grid["solver"]["n_iter"],
+                 **{f"accuracy/{s}": a for s, a in grid["accuracy"].items()})
+
+
+def _load_grid(path: Path) -> dict:
+
+    a = load_npz(path)
+    return {"widths": a["widths"], "taus": a["taus"], "U": a["U"], "seconds": float(a["seconds"]),
+            "solver": {"grad_max": a["grad_max"], "n_iter": a["n_iter"]},
+            "accuracy": {k.split("/", 1)[1]: v for k, v in a.items() if k.startswith("accuracy/")}}
+
+
+def stage_grid(ctx: StageContext) -> dict:
+    """One temperature column of the theory grid (all widths, by continuation)."""
+
+    data = load_oneshot_data(ctx.inputs["export"] / "oneshot_data.npz")
+    grid = theory_grid(data, ctx.params["widths"], [ctx.params["tau"]], ctx.progress)
+    _save_grid(grid, ctx.out / "grid.npz")
+    return {"seconds": grid["seconds"], "max_grad": float(grid["solver"]["grad_max"].max())}
+
+
+def stage_sample(ctx: StageContext) -> dict:
+    """Posterior sampling (the configured sampler) at one width (spec §B.9)."""
+
+    data = load_oneshot_data(ctx.inputs["export"] / "oneshot_data.npz")
+    cfg = {"sampling": dict(ctx.params["sampling"], widths=(ctx.params["N"],))}
+    smp = sample_oneshot(data, cfg, ctx.progress)[ctx.params["N"]]
+    smp.save(ctx.out / "samples.npz")
+    return {"diagnostics": smp.diagnostics, "wall_seconds": smp.wall_seconds}
+
+
+def _oneshot_result(ctx: StageContext, with_samples: bool) -> dict:
+
+    data = load_oneshot_data(ctx.inputs["export"] / "oneshot_data.npz")
+    grid = merge_grids([_load_grid(ctx.inputs[d] / "grid.npz") for d in ctx.inputs if d.startswith("grid-tau")])
+    samples = ({int(d.split("-N", 1)[1]): sampling.load_samples(ctx.inputs[d] / "samples.npz")
+                for d in ctx.inputs if d.startswith("sample-N")} if with_samples else None)
+    _, record = results.stage_network(ctx.inputs["train"])
+    return run_oneshot(ctx.params["scale"], network=ctx.params["network"], data=data, grid=grid, samples=samples,
+                       sample=False, record=record, progress=ctx.progress)
+
+
+def stage_oneshot(ctx: StageContext) -> dict:
+    """The Omniglot theory experiment from its pieces; the same files as ``python -m attention_paths
+    omniglot-theory``."""
+
+    res = _oneshot_result(ctx, with_samples=True)
+    summary, arrays = oneshot_summary(res)
+    results.write(ctx.out, summary, arrays, res)
+    return {"claims": {c["id"]: c["passed"] for c in summary["claims"]}}
+
+
+def stage_pruning(ctx: StageContext) -> dict:
+    """Head pruning of the trained network with the theory's scores (spec §C)."""
+
+    theory = _oneshot_result(ctx, with_samples=False)
+    net, _ = results.stage_network(ctx.inputs["train"])
+    res = run_pruning(ctx.params["scale"], theory=theory, net=net, progress=ctx.progress)
+    summary, arrays = pruning_summary(res)
+    results.write(ctx.out, summary, arrays, (theory, res))
+    return {"claims": {c["id"]: c["passed"] for c in summary["claims"]}}
+
+
+def _slim_hmc(res: dict) -> dict:
+    """The hmc result without the raw input sequences of the seed sets other than the headline one (the
+    chapter uses only their sweeps; 57 MB per task at the paper's 1000 test sequences)."""
+
+    sets = [res["sets"][0]]
+    for s in res["sets"][1:]:
+        s = dict(s)
+        for net in ("main", "noisy"):
+            if net in s:
+                s[net] = dataclasses.replace(s[net], x_train=np.empty(0), x_test=np.empty(0))
+        sets.append(s)
+    return dict(res, sets=sets)
+
+
+_STORABLE = {"hmc": _slim_hmc}
+
+
+def stage_experiment(ctx: StageContext) -> dict:
+    """A self-contained experiment of :data:`attention_paths.runs.experiments.EXPERIMENTS`."""
+
+    run, summarize = EXPERIMENTS[ctx.params["experiment"]]
+    res = run(ctx.params["scale"], progress=ctx.progress)
+    summary, arrays = summarize(res)
+    results.write(ctx.out, summary, arrays, _STORABLE.get(ctx.params["experiment"], lambda r: r)(res))
+    return {"claims": {c["id"]: c["passed"] for c in summary.get("claims", []) if "id" in c}}
+
+
+# ------------------------------------------------------------------------------------------ the pipeline
+def reproduction_stages(scale: str | None = None, *, network: str | None = None, retrain: bool = False,
+                        sampling: dict | None = None) -> list[Stage]:
+    """The stages that regenerate every result of the book at ``scale``.
+
+    Parameters
+    ----------
+    network : str, optional
+        the trained network the Omniglot stages use (default: the scale's own; ``"quick"`` with
+        ``scale="paper"`` gives the paper-size theory on the committed CPU-trained network)
+    retrain : bool
+        train even when a committed checkpoint exists
+    sampling : dict, optional
+        overrides of the sampler budget (``num_chains``, ``num_warmup``, ``num_samples``; ``kind``: the sampler)
+    """
+
+    scale = config.get_scale(scale)
+    network = network or ONESHOT_EXPERIMENT[scale]["network"]
+    cfg = dict(ONESHOT_EXPERIMENT[scale], network=network)
+    if sampling:
+        cfg["sampling"] = with_budget(cfg["sampling"], sampling)
+    committed = config.repo_data_dir() / f"omniglot-{network}" / "record.json"
+    committed_sha = (json.loads(committed.read_text())["exported"]["sha256"]
+                     if committed.exists() and not retrain else None)
+    # what the extraction reads (the sampler budget must not invalidate it)
+    extract_cfg = {k: cfg[k] for k in ("network", "P", "n_eval", "train_batches", "eval_pool")}
+    grids = [Stage(_tau_name(t), stage_grid, {"tau": float(t), "widths": sorted(cfg["widths"])}, deps=("export",))
+             for t in sorted(cfg["taus"])]
+    samples = [Stage(f"sample-N{N}", stage_sample, {"N": int(N), "sampling": cfg["sampling"]}, deps=("export",),
+                     gpu=True) for N in cfg["sampling"]["widths"]]
+    common = {"scale": scale, "network": network}
+    stages = [
+        Stage("data", stage_data, {"datasets": ["omniglot", "MNIST", "FashionMNIST"]}, code=DATA_CODE),
+        Stage("train", stage_train, {"network": network, "retrain": retrain, "committed_sha256": committed_sha},
+              deps=("data",), gpu=True, code=TRAIN_CODE),
+        Stage("export", stage_export, {"config": extract_cfg}, deps=("train",)),
+        *grids, *samples,
+        Stage("omniglot-theory", stage_oneshot, dict(common, config=cfg),
+              deps=("train", "export", *[g.name for g in grids], *[s.name for s in samples])),
+        Stage("pruning", stage_pruning, dict(common, config=extract_cfg | {k: cfg[k] for k in ("widths", "taus")},
+                                             pruning=PRUNING_EXPERIMENT[scale]),
+              deps=("train", "export", *[g.name for g in grids])),
+    ]
+    for name, gpu in (("theory", False), ("posterior", True), ("hmc", True)):
+        stages.append(Stage(name, stage_experiment, {"experiment": name, "scale": scale}, gpu=gpu))
+    return stages

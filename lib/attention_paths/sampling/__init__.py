@@ -1,0 +1,27 @@
+"""Posterior sampling, the ground truth for the theory (spec T§13): two NUTS samplers (:mod:`.nuts`), their
+results (:mod:`.samples`), diagnostics (:mod:`.diagnostics`) and the agreement with the theory
+(:mod:`.agreement`).
+
+JAX, numpyro and arviz are optional dependencies (``pip install attention-paths[sampling]``) that take
+seconds to start, and JAX reads ``XLA_FLAGS`` (the CPU device count) only when it starts; so the names below
+load their module on first use, and importing :mod:`attention_paths.sampling` costs nothing.
+"""
+from __future__ import annotations
+
+import importlib
+
+from attention_paths.sampling.agreement import mean_agreement, order_parameter_agreement
+
+_LAZY = {"sample_full": "nuts", "sample_rao_blackwell": "nuts", "DEFAULT_TREE_DEPTH": "nuts",
+         "SamplerConfig": "samples", "PosteriorSamples": "samples", "load_samples": "samples",
+         "SamplingWarning": "diagnostics", "ess_bulk": "diagnostics", "rhat": "diagnostics",
+         "chain_diagnostics": "diagnostics"}
+
+__all__ = ["mean_agreement", "order_parameter_agreement", *_LAZY]
+
+
+def __getattr__(name: str):
+    # deliberate lazy import of the optional dependencies (JAX, numpyro, arviz): see the module docstring
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"attention_paths.sampling.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,277 @@
+"""The action ``S = S_ent + S_E`` over the nested order parameters and its derivatives (spec T§7-9).
+
+``S`` is ``-2 ln p(U_1, ..., U_L, U_a | D)`` at leading order in the width (no factors 1/2).  The
+readout overlap ``U_a`` is eliminated in closed form (T§9.1); by the envelope theorem the gradient
+of the reduced action with respect to ``U_l`` is the partial derivative at fixed ``U_a``.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from scipy import linalg
+from scipy.linalg import lapack
+
+from attention_paths.theory.architecture import Architecture
+from attention_paths.theory.checks import check_order_parameter, check_targets, check_tau
+from attention_paths.theory.kernels import PathKernel
+
+__all__ = ["Action", "Packing", "partial_trace", "closed_form_ua", "NotPositiveDefiniteError"]
+
+
+class NotPositiveDefiniteError(ValueError):
+    """An order parameter or kernel matrix that must be positive definite is not."""
+
+
+def partial_trace(U, H: int) -> np.ndarray:
+    """Partial trace over the slow (first-layer) head index: ``(Tr_h U)_{RR'} = sum_h U_{(h,R),(h,R')}``.
+
+    Parameters
+    ----------
+    U : [H*D, H*D]
+    H : number of heads of the traced layer
+
+    Returns
+    -------
+    [D, D]
+    """
+    U = np.asarray(U)
+    D = U.shape[0] // H
+    if U.shape != (H * D, H * D):
+        raise ValueError(f"cannot take the partial trace over H={H} heads of a {U.shape} matrix")
+    return np.einsum("hahb->ab", U.reshape(H, D, H, D))
+
+
+def closed_form_ua(trace_UL: float, H_L: int, N_L: float, N_a: float, sigma2_L: float, sigma2_a: float) -> float:
+    """Positive root of ``U_a^2 + b U_a - c = 0`` (spec T§9.1)."""
+    b = sigma2_a * (H_L * N_L / N_a - 1.0)
+    c = sigma2_a * N_L * trace_UL / (N_a * sigma2_L)
+    if not c > 0:
+        raise NotPositiveDefiniteError(f"Tr U_L must be positive, got {trace_UL}")
+    root = np.sqrt(b * b + 4.0 * c)
+    return 2.0 * c / (b + root) if b >= 0 else 0.5 * (root - b)  # stable form of (-b + root)/2
+
+
+def _chol(U, name: str) -> np.ndarray:
+    try:
+        return linalg.cholesky(U, lower=True)
+    except linalg.LinAlgError:
+        raise NotPositiveDefiniteError(f"order parameter {name} is not positive definite") from None
+
+
+def _logdet_inv(U, name: str):
+    """Log-determinant and inverse of a symmetric PD matrix via Cholesky."""
+    Lc = _chol(U, name)
+    inv, info = lapack.dpotri(Lc, lower=1)
+    if info != 0:
+        raise NotPositiveDefiniteError(f"order parameter {name} is singular")
+    inv = np.tril(inv) + np.tril(inv, -1).T
+    return 2.0 * np.log(np.diag(Lc)).sum(), inv
+
+
+class Packing:
+    """Packed upper-triangular coordinates of the symmetric order parameters ``U_1..U_L``.
+
+    A packed coordinate ``u_k`` of block ``l`` stands for both ``U_l[a, b]`` and ``U_l[b, a]``.
+    """
+
+    def __init__(self, dims: Sequence[int]):
+        self.dims = tuple(int(d) for d in dims)
+        self.triu = [np.triu_indices(d) for d in self.dims]
+        self.sizes = [d * (d + 1) // 2 for d in self.dims]
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int)
+        self.n = int(self.offsets[-1])
+        # E_l maps packed coordinates of block l to flattened D x D matrices.
+        self.E = []
+        for d, (ia, ib) in zip(self.dims, self.triu):
+            E = np.zeros((d * d, len(ia)))
+            E[ia * d + ib, np.arange(len(ia))] = 1.0
+            E[ib * d + ia, np.arange(len(ia))] = 1.0
+            self.E.append(E)
+
+    def pack(self, Us) -> np.ndarray:
+        return np.concatenate([U[idx] for U, idx in zip(Us, self.triu)])
+
+    def unpack(self, v) -> list[np.ndarray]:
+        out = []
+        for l, (d, (ia, ib)) in enumerate(zip(self.dims, self.triu)):
+            U = np.zeros((d, d))
+            U[ia, ib] = v[self.offsets[l]:self.offsets[l + 1]]
+            U[ib, ia] = U[ia, ib]
+            out.append(U)
+        return out
+
+    def pack_gradient(self, Gs) -> np.ndarray:
+        """Derivative with respect to the packed coordinates from symmetric matrix gradients."""
+        return np.concatenate([E.T @ G.reshape(-1) for E, G in zip(self.E, Gs)])
+
+
+class Action:
+    """Finite-width action of a training set (spec T§7) with its gradients (T§8) and Hessian.
+
+    Parameters
+    ----------
+    kernel : :class:`~attention_paths.theory.kernels.PathKernel` of the P training inputs
+    y : [P] training targets (labels +-1)
+    tau : temperature (variance of the Gaussian likelihood), > 0
+    arch : :class:`~attention_paths.theory.architecture.Architecture`; ``arch.n_paths`` must equal the kernel's
+    """
+
+    def __init__(self, kernel: PathKernel, y, tau: float, arch: Architecture):
+        if not isinstance(kernel, PathKernel):
+            kernel = PathKernel(kernel)
+        y = check_targets(y, kernel.P)
+        tau = check_tau(tau)
+        if not isinstance(arch, Architecture):
+            raise TypeError(f"arch must be an attention_paths.Architecture (e.g. Architecture.uniform(heads, N)), "
+                            f"got {type(arch).__name__} {arch!r}")
+        if arch.n_paths != kernel.n_paths:
+            raise ValueError(f"architecture has {arch.n_paths} paths but the kernel has {kernel.n_paths}")
+        self.kernel, self.y, self.tau, self.arch = kernel, y, tau, arch
+        self.packing = Packing(arch.dims)
+
+    # ----------------------------------------------------------------------------- helpers
+    def check(self, Us) -> list[np.ndarray]:
+        """Validate a list ``[U_1, ..., U_L]`` of symmetric matrices of the right sizes."""
+        if len(Us) != self.arch.n_layers:
+            raise ValueError(f"expected {self.arch.n_layers} order parameters U_1..U_L, got {len(Us)}")
+        out = []
+        for l, (U, D) in enumerate(zip(Us, self.arch.dims)):
+            U = check_order_parameter(U, D, f"U_{l + 1}")
+            if not np.allclose(U, U.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(U).max())):
+                raise ValueError(f"U_{l + 1} is not symmetric")
+            out.append(0.5 * (U + U.T))
+        return out
+
+    def ua(self, U_L) -> float:
+        """Closed-form readout overlap ``U_a(U_L)`` (spec T§9.1)."""
+        a = self.arch
+        return closed_form_ua(np.trace(U_L), a.heads[-1], a.widths[-2], a.widths[-1], a.sigma2[-2], a.sigma2[-1])
+
+    # ----------------------------------------------------------------------------- energy
+    def energy(self, U1, grad: bool = True):
+        """``S_E = ln det(K + tau I) + Y^T (K + tau I)^{-1} Y`` and ``G = dS_E/dU_1`` (spec T§7.1, T§8).
+
+        Returns ``(S_E, G)`` with ``G`` of shape [Pi, Pi] (``None`` if ``grad`` is False).
+        """
+        K = self.kernel.kernel(U1)
+        K[np.diag_indices_from(K)] += self.tau
+        try:
+            c = linalg.cho_factor(K, lower=True, check_finite=False)
+        except linalg.LinAlgError:
+            raise NotPositiveDefiniteError("K^U + tau I is not positive definite (is U positive semidefinite?)") from None
+        beta = linalg.cho_solve(c, self.y, check_finite=False)
+        value = 2.0 * np.log(np.diag(c[0])).sum() + self.y @ beta
+        if not grad:
+            return value, None
+        A = self._inverse(c)
+        G = self.kernel.contract(A - np.outer(beta, beta))
+        return value, 0.5 * (G + G.T)
+
+    @staticmethod
+    def _inverse(c) -> np.ndarray:
+        inv, info = lapack.dpotri(c[0], lower=1)
+        if info != 0:
+            raise NotPositiveDefiniteError("K^U + tau I is singular")
+        return np.tril(inv) + np.tril(inv, -1).T
+
+    def energy_hessian(self, U1) -> np.ndarray:
+        """Second derivative ``d^2 S_E / dU_ab dU_cd`` as a [Pi, Pi, Pi, Pi] array (entries independent).
+
+        ``H_abcd = -Tr(A C^cd A C^ab) + beta^T C^cd A C^ab beta + beta^T C^ab A C^cd beta``.
+        """
+        K = self.kernel.kernel(U1)
+        K[np.diag_indices_from(K)] += self.tau
+        c = linalg.cho_factor(K, lower=True, check_finite=False)
+        beta = linalg.cho_solve(c, self.y, check_finite=False)
+        A = self._inverse(c)
+        Q = self.kernel.feature_gram(A)  # Q[i, b, j, c] = (X_b^T A X_c)_ij, symmetric in (i,b) <-> (j,c)
+        g = self.kernel.project(beta)  # g[i, a] = (X_a^T beta)_i
+        N0, Pi = g.shape
+        # -Tr(A C^cd A C^ab) = -sum_ij Q[i,b,j,c] Q[i,a,j,d]: one symmetric GEMM over (i, j)
+        M1 = np.ascontiguousarray(Q.transpose(1, 3, 0, 2)).reshape(Pi * Pi, N0 * N0)
+        T1 = (M1 @ M1.T).reshape(Pi, Pi, Pi, Pi).transpose(2, 0, 1, 3)  # [b,c,a,d] -> [a,b,c,d]
+        del M1
+        # beta^T C^ab A C^cd beta = sum_ij g[i,a] Q[i,b,j,c] g[j,d]; the other term is its (cd, ab) transpose
+        V = (g.T @ Q.reshape(N0, -1)).reshape(Pi, Pi, N0, Pi)  # V[a, b, j, c]
+        T3 = np.einsum("abjc,jd->abcd", V, g, optimize=True)
+        return -T1 + T3 + T3.transpose(2, 3, 0, 1)
+
+    # ----------------------------------------------------------------------------- entropy
+    def entropy(self, Us, grad: bool = True):
+        """Entropic part ``S_ent`` at the closed-form ``U_a`` and its gradients (spec T§7.1, T§8).
+
+        Returns ``(S_ent, [dS/dU_1, ..., dS/dU_L], U_a)``.
+        """
+        a = self.arch
+        L = a.n_layers
+        Ua = self.ua(Us[-1])
+        Na, s2a = a.widths[-1], a.sigma2[-1]
+        value = Na * (Ua / s2a - np.log(Ua))
+        logdets, invs = [], []
+        for l, U in enumerate(Us):
+            ld, inv = _logdet_inv(U, f"U_{l + 1}")
+            logdets.append(ld)
+            invs.append(inv)
+        logdets.append(np.log(Ua))
+        invs.append(np.array([[1.0 / Ua]]))
+        traces = [partial_trace(U, H) for U, H in zip(Us, a.heads)]
+        for l in range(L):
+            N, s2, H = a.widths[l], a.sigma2[l], a.heads[l]
+            value += N * (np.sum(invs[l + 1] * traces[l]) / s2 - logdets[l] + H * logdets[l + 1])
+        if not grad:
+            return value, None, Ua
+        grads = []
+        for l in range(L):
+            N, s2, H = a.widths[l], a.sigma2[l], a.heads[l]
+            g = N * (np.kron(np.eye(H), invs[l + 1]) / s2 - invs[l])
+            if l > 0:
+                Np, s2p, Hp = a.widths[l - 1], a.sigma2[l - 1], a.heads[l - 1]
+                g += Np * (-invs[l] @ traces[l - 1] @ invs[l] / s2p + Hp * invs[l])
+            grads.append(0.5 * (g + g.T))
+        return value, grads, Ua
+
+    # ----------------------------------------------------------------------------- total
+    def value(self, Us) -> float:
+        """Reduced action ``S(U_1, ..., U_L)`` with ``U_a`` eliminated."""
+        Us = self.check(Us)
+        s_ent, _, _ = self.entropy(Us, grad=False)
+        s_e, _ = self.energy(Us[0], grad=False)
+        return s_ent + s_e
+
+    def value_and_gradient(self, Us, checked: bool = False):
+        """``(S, [dS/dU_1, ..., dS/dU_L])``; gradients are symmetric matrices (entries treated as independent)."""
+        if not checked:
+            Us = self.check(Us)
+        s_ent, g_ent, _ = self.entropy(Us)
+        s_e, G = self.energy(Us[0])
+        g_ent[0] = g_ent[0] + G
+        return s_ent + s_e, g_ent
+
+    def gradient(self, Us) -> list[np.ndarray]:
+        return self.value_and_gradient(Us)[1]
+
+    def hessian(self, Us, step: float = 1e-5) -> np.ndarray:
+        """Hessian of the reduced action in packed coordinates, [n, n] (``n`` = number of unknowns).
+
+        The energy block is analytic; the entropy part (with ``U_a`` re-solved inside) is central
+        differences of its analytic gradient, accurate to about ``step^2``.
+        """
+        Us = self.check(Us)
+        pk = self.packing
+        u0 = pk.pack(Us)
+        H = np.zeros((pk.n, pk.n))
+        for k in range(pk.n):
+            h = step * max(1.0, abs(u0[k]))
+            up, um = u0.copy(), u0.copy()
+            up[k] += h
+            um[k] -= h
+            gp = pk.pack_gradient(self.entropy(pk.unpack(up))[1])
+            gm = pk.pack_gradient(self.entropy(pk.unpack(um))[1])
+            H[:, k] = (gp - gm) / (2 * h)
+        E1 = pk.E[0]
+        n1 = pk.sizes[0]
+        D = self.arch.dims[0]
+        HE = self.energy_hessian(Us[0]).reshape(D * D, D * D)
+        H[:n1, :n1] += E1.T @ HE @ E1
+        return 0.5 * (H + H.T)

@@ -1,0 +1,125 @@
+"""Attention paths: enumeration, flattening order and path-processed inputs (spec T§3).
+
+A path ``pi = (h_1, ..., h_L)`` picks one head per layer.  Paths are flattened row-major with
+the **first layer's head as the slowest index**: ``idx = ((h_1 H_2 + h_2) H_3 + h_3) ...``.
+Every path-indexed object in the package (order parameters, kernels, scores) uses this order.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from attention_paths.theory.attention import AttentionLayer, as_tensor
+from attention_paths.theory.checks import check_heads
+
+__all__ = [
+    "n_paths",
+    "path_list",
+    "path_index",
+    "path_labels",
+    "path_vectors",
+    "path_inputs",
+    "path_features",
+]
+
+
+def n_paths(heads: Sequence[int]) -> int:
+    """Number of paths ``Pi = prod_l H_l``."""
+    return int(np.prod(check_heads(heads)))
+
+
+def path_list(heads: Sequence[int]) -> list[tuple[int, ...]]:
+    """All paths ``(h_1, ..., h_L)`` (0-based) in flattening order."""
+    return list(itertools.product(*(range(h) for h in check_heads(heads))))
+
+
+def path_index(path: Sequence[int], heads: Sequence[int]) -> int:
+    """Flat index of ``path``: ``((h_1 H_2 + h_2) H_3 + ...) H_L + h_L`` (0-based)."""
+    heads = check_heads(heads)
+    if len(path) != len(heads) or any(not 0 <= h < H for h, H in zip(path, heads)):
+        raise ValueError(f"path {tuple(path)} does not fit heads {heads}")
+    idx = 0
+    for h, H in zip(path, heads):
+        idx = idx * H + int(h)
+    return idx
+
+
+def path_labels(heads: Sequence[int], one_based: bool = True) -> list[str]:
+    """Labels "h1,h2,..." of all paths in flattening order (1-based by default, as in the figures)."""
+    off = 1 if one_based else 0
+    return [",".join(str(h + off) for h in p) for p in path_list(heads)]
+
+
+def path_vectors(omegas: Sequence[torch.Tensor], r) -> torch.Tensor:
+    """Token mixtures ``omega^pi = Omega^(1,h1) ... Omega^(L,hL) r`` for all paths (spec T§3.3).
+
+    Computed backwards, sharing partial products between paths with a common tail.
+
+    Parameters
+    ----------
+    omegas : list of L tensors, shapes [P, H_l, T, T]
+    r : array, shape [T]
+
+    Returns
+    -------
+    torch.Tensor, shape [P, Pi, T]
+    """
+    if len(omegas) == 0:
+        raise ValueError("need at least one attention layer")
+    r = as_tensor(r, omegas[-1].dtype)
+    T = omegas[-1].shape[-1]
+    if r.shape != (T,):
+        raise ValueError(f"readout vector must have shape [T={T}], got {tuple(r.shape)}")
+    v = torch.einsum("phst,t->phs", omegas[-1], r)  # [P, H_L, T]
+    for om in reversed(omegas[:-1]):
+        P, H = om.shape[:2]
+        v = torch.einsum("phst,pdt->phds", om, v).reshape(P, H * v.shape[1], T)
+    return v
+
+
+def path_inputs(x, layers: Sequence[AttentionLayer], r) -> torch.Tensor:
+    """Path-processed inputs ``xi^pi(x) = x omega^pi(x)`` (spec T§3.3).
+
+    Parameters
+    ----------
+    x : array, shape [P, N0, T]
+    layers : the L attention layers
+    r : array, shape [T]
+
+    Returns
+    -------
+    torch.Tensor (float64), shape [P, Pi, N0]
+    """
+    x = as_tensor(x)
+    omegas = [layer.attention(x) for layer in layers]
+    omega = path_vectors(omegas, r)
+    return torch.einsum("pit,pat->pai", x, omega)
+
+
+def path_features(xi, sigma0_2: float = 1.0) -> np.ndarray:
+    """Scaled path features ``Xi[p, i, pi] = sigma_0 xi^pi_i(x_p) / sqrt(N0 Pi)`` (spec T§6.1).
+
+    With these, ``C^{pi pi'}(x, x') = Xi(x)[:, pi] . Xi(x')[:, pi']``.
+
+    Parameters
+    ----------
+    xi : array, shape [P, Pi, N0] (output of :func:`path_inputs`)
+    sigma0_2 : prior variance of the input projection ``V^(0)``
+
+    Returns
+    -------
+    numpy.ndarray (float64), shape [P, N0, Pi]
+    """
+    if sigma0_2 <= 0:
+        raise ValueError(f"sigma0_2 must be positive, got {sigma0_2}")
+    xi = xi.detach().cpu().numpy() if isinstance(xi, torch.Tensor) else np.asarray(xi)
+    xi = np.asarray(xi, dtype=np.float64)
+    if xi.ndim != 3:
+        raise ValueError(f"xi must have shape [P, Pi, N0], got {xi.shape}")
+    if not np.isfinite(xi).all():
+        raise ValueError("path inputs contain non-finite values")
+    _, Pi, N0 = xi.shape
+    return np.ascontiguousarray(np.sqrt(sigma0_2 / (N0 * Pi)) * xi.transpose(0, 2, 1))

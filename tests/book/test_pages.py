@@ -1,0 +1,46 @@
+"""The built book in a real browser (tests/pagecheck.py): runs after `make book`; skips without a build or Chromium."""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import pagecheck  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _site(tmp_path):
+    (tmp_path / "book").mkdir()
+    (tmp_path / "index.html").write_text('<html><body><main><a href="book/a.html#sec">a</a></main></body></html>')
+    (tmp_path / "book" / "a.html").write_text(
+        '<html><body><main id="m"><section id="sec"><span class="math notranslate">\\(x\\)</span>'
+        '<img src="../_images/fig.png"><a href="b.html">b</a><a href="a.html#nowhere">x</a>'
+        '<div class="cell_output"><pre>Traceback (most recent call last):\n  ValueError</pre></div>'
+        '</section></main></body></html>')
+    return tmp_path
+
+
+def test_static_checks_find_broken_images_links_anchors_and_errors(tmp_path):
+    res = pagecheck.check(_site(tmp_path), browser=False)
+    assert res["index.html"] == []
+    problems = " | ".join(res[str(Path("book") / "a.html")])
+    for expected in ("missing image ../_images/fig.png", "broken link b.html", "broken anchor a.html#nowhere",
+                     "error output"):
+        assert expected in problems
+    assert any("browser checks skipped" in n for n in res["_notes"])
+
+
+@pytest.mark.slow
+def test_every_built_page_renders_in_chromium(tmp_path):
+    html = ROOT / "_build" / "html"
+    if not (html / "index.html").exists():
+        pytest.skip("no built book in _build/html (run `make book` first)")
+    if pagecheck.find_browser() is None:
+        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium)")
+    shots = Path(os.environ.get("PAGECHECK_SCREENSHOTS", tmp_path / "screenshots"))
+    res = pagecheck.check(html, screenshots=shots)
+    notes = res.pop("_notes")
+    assert {k: v for k, v in res.items() if v} == {}, notes
+    assert len(list(shots.glob("*.png"))) == len(res)

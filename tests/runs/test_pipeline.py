@@ -1,0 +1,416 @@
+"""Staged runs (issue 9): skipping, invalidation, corruption recovery, and the Dask parallel path."""
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attention_paths.runs import pipeline as pl
+from attention_paths.base.io import load_npz
+from attention_paths.base import provenance
+from attention_paths.runs import claims as cl
+from attention_paths.runs import results
+from toy_stages import toy_source, toy_stages
+
+
+def _records(out):
+    return {p.parent.name: json.loads(p.read_text()) for p in Path(out).glob(f"*/{results.RECORD}")}
+
+
+def _statuses(res):
+    return {k: v["status"] for k, v in res.items()}
+
+
+def test_runs_then_skips_everything(tmp_path):
+    stages = toy_stages()
+    first = pl.run_pipeline(stages, tmp_path, progress=False)
+    assert set(_statuses(first).values()) == {"ran"}
+    z = load_npz(tmp_path / "merge" / "z.npz")["z"]
+    x = load_npz(tmp_path / "source" / "x.npz")["x"]
+    np.testing.assert_array_equal(z, np.stack([x ** 2 + s for s in (0.0, 1.0, 2.0, 3.0)]))
+    mtimes = {n: (tmp_path / n / results.RECORD).stat().st_mtime_ns for n in first}
+    second = pl.run_pipeline(stages, tmp_path, progress=False)
+    assert set(_statuses(second).values()) == {"skipped"}
+    assert mtimes == {n: (tmp_path / n / results.RECORD).stat().st_mtime_ns for n in first}
+    assert "done" in pl.status_table(stages, tmp_path) and "stale" not in pl.status_table(stages, tmp_path)
+
+
+def test_changed_settings_rerun_the_stage_and_its_dependants_only(tmp_path):
+    pl.run_pipeline(toy_stages(), tmp_path, progress=False)
+    keys = {n: r["key"] for n, r in _records(tmp_path).items()}
+    changed = toy_stages(shifts=(0.0, 1.0, 2.5, 3.0))
+    assert results.stage_state(tmp_path / "part-2", pl.stage_keys(changed)["part-2"])[0] == "stale"
+    res = _statuses(pl.run_pipeline(changed, tmp_path, progress=False))
+    assert res == {"source": "skipped", "part-0": "skipped", "part-1": "skipped", "part-2": "ran",
+                   "part-3": "skipped", "merge": "ran"}
+    new = {n: r["key"] for n, r in _records(tmp_path).items()}
+    assert [n for n in keys if keys[n] != new[n]] == ["merge", "part-2"] or \
+        sorted(n for n in keys if keys[n] != new[n]) == ["merge", "part-2"]
+    # an upstream change invalidates everything below it
+    res = _statuses(pl.run_pipeline(toy_stages(seed=1, shifts=(0.0, 1.0, 2.5, 3.0)), tmp_path, progress=False))
+    assert set(res.values()) == {"ran"}
+
+
+def _edit_code(monkeypatch, files=None):
+    """Pretend the package's source changed (all of it, or just ``files``)."""
+    real = provenance.code_version
+
+    def edited(names=None):
+        touched = files is None or not names or any(Path(n).name in files for n in names)
+        return real(names) + ("-edited" if touched else "")
+
+    for module in (pl, results, cl):  # the modules that compare code versions
+        monkeypatch.setattr(module, "code_version", edited)
+
+
+def test_code_version_enters_the_key(monkeypatch):
+    stages = toy_stages() + [pl.Stage("narrow", toy_source, {"n": 3, "seed": 0}, code=("base/io.py",))]
+    before = pl.stage_keys(stages)
+    _edit_code(monkeypatch, files={"claims.py"})  # an edit outside the narrow stage's files
+    after = pl.stage_keys(stages)
+    assert all(before[n] != after[n] for n in before if n != "narrow") and before["narrow"] == after["narrow"]
+    _edit_code(monkeypatch, files={"io.py"})
+    assert pl.stage_keys(stages)["narrow"] != before["narrow"]
+    with pytest.raises(ValueError, match="do not exist"):
+        pl.Stage("x", toy_source, code=("nope.py",))
+
+
+def test_truncated_output_is_detected_and_recomputed(tmp_path):
+    stages = toy_stages()
+    pl.run_pipeline(stages, tmp_path, progress=False)
+    good = (tmp_path / "part-1" / "y.npz").read_bytes()
+    with open(tmp_path / "part-1" / "y.npz", "r+b") as fh:  # a run killed mid-copy, a full disk...
+        fh.truncate(len(good) // 2)
+    state, reason = results.stage_state(tmp_path / "part-1", pl.stage_keys(stages)["part-1"])
+    assert state == "corrupt" and "bytes" in reason
+    with pytest.raises(ValueError, match="corrupted"):
+        load_npz(tmp_path / "part-1" / "y.npz")
+    res = _statuses(pl.run_pipeline(stages, tmp_path, progress=False))
+    assert res["part-1"] == "ran" and res["source"] == "skipped" and res["merge"] == "skipped"
+    assert (tmp_path / "part-1" / "y.npz").read_bytes() == good
+    # same size, other bytes: caught by the hash; a missing record: caught too
+    (tmp_path / "part-2" / "y.npz").write_bytes(b"\0" * (tmp_path / "part-2" / "y.npz").stat().st_size)
+    (tmp_path / "part-3" / results.RECORD).unlink()
+    assert results.stage_state(tmp_path / "part-2")[0] == "corrupt"
+    assert results.stage_state(tmp_path / "part-3")[0] == "corrupt"
+    res = _statuses(pl.run_pipeline(stages, tmp_path, progress=False))
+    assert res["part-2"] == res["part-3"] == "ran" and res["part-0"] == "skipped"
+
+
+def _boom(ctx):
+    (ctx.out / "half.txt").write_text("partial")
+    raise RuntimeError("stage failed on purpose")
+
+
+def test_a_failing_stage_leaves_nothing_half_written(tmp_path):
+    stages = toy_stages()[:1] + [pl.Stage("bad", _boom, deps=("source",))]
+    with pytest.raises(RuntimeError, match="on purpose"):
+        pl.run_pipeline(stages, tmp_path, progress=False)
+    assert not (tmp_path / "bad").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".") and p.name != results.LOCK]  # the lock file stays, unlocked
+    assert results.stage_state(tmp_path / "source")[0] == "done"  # finished stages stay and are reused
+
+
+def test_bad_pipelines_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown stage"):
+        pl.run_pipeline([pl.Stage("a", _boom, deps=("nope",))], tmp_path, progress=False)
+    with pytest.raises(ValueError, match="cycle"):
+        pl.stage_keys([pl.Stage("a", _boom, deps=("b",)), pl.Stage("b", _boom, deps=("a",))])
+    with pytest.raises(ValueError, match="two stages"):
+        pl.stage_keys([pl.Stage("a", _boom), pl.Stage("a", _boom)])
+    with pytest.raises(ValueError, match="bad stage name"):
+        pl.Stage("../x", _boom)
+    with pytest.raises(ValueError, match="unknown stage"):
+        pl.run_pipeline(toy_stages(), tmp_path, only=["nope"], progress=False)
+
+
+def test_only_runs_what_a_stage_needs(tmp_path):
+    res = pl.run_pipeline(toy_stages(), tmp_path, only=["part-2"], progress=False)
+    assert sorted(res) == ["part-2", "source"]
+
+
+@pytest.mark.slow
+def test_local_cluster_of_two_workers_matches_the_serial_path(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    stages = toy_stages(n=5000, shifts=(0.0, 0.5, 1.0, 1.5, 2.0, 2.5))
+    pl.run_pipeline(stages, tmp_path / "serial", progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
+            distributed.Client(cl) as client:
+        res = pl.run_pipeline(stages, tmp_path / "parallel", client=client, progress=False)
+        assert set(_statuses(res).values()) == {"ran"}
+        pids = {r["process"]["pid"] for r in _records(tmp_path / "parallel").values()}
+        again = pl.run_pipeline(stages, tmp_path / "parallel", client=client, progress=False)
+        assert set(_statuses(again).values()) == {"skipped"}
+    serial, parallel = _records(tmp_path / "serial"), _records(tmp_path / "parallel")
+    assert serial.keys() == parallel.keys()
+    for name in serial:  # identical keys and byte-identical outputs
+        assert serial[name]["key"] == parallel[name]["key"]
+        assert serial[name]["files"] == parallel[name]["files"], name
+        assert serial[name]["summary"] == parallel[name]["summary"], name
+    assert os.getpid() not in pids  # the parallel path ran on the cluster's worker processes
+    assert {r["process"]["pid"] for r in serial.values()} == {os.getpid()}
+
+
+# ------------------------------------------------------------------------------------------ the reproduction
+def _oneshot_data():
+    from test_oneshot import _synthetic_data
+
+    return _synthetic_data(np.random.default_rng(5))
+
+
+def test_oneshot_extraction_round_trip_and_damage(tmp_path):
+    from attention_paths.tasks import oneshot as osh
+
+    data = _oneshot_data()
+    osh.save_oneshot_data(data, tmp_path / "d.npz")
+    back = osh.load_oneshot_data(tmp_path / "d.npz")
+    assert back.info == json.loads(json.dumps(data.info, default=str))
+    np.testing.assert_array_equal(back.U_gd, data.U_gd)
+    for field in ("features", "y", "network_output"):
+        assert getattr(back, field).keys() == getattr(data, field).keys()
+        for k in getattr(data, field):
+            np.testing.assert_array_equal(getattr(back, field)[k], getattr(data, field)[k])
+    raw = (tmp_path / "d.npz").read_bytes()
+    (tmp_path / "d.npz").write_bytes(raw[: len(raw) // 3])
+    with pytest.raises(ValueError, match="corrupted"):
+        osh.load_oneshot_data(tmp_path / "d.npz")
+
+
+def test_grid_columns_computed_apart_merge_into_the_full_grid():
+    from attention_paths.tasks import oneshot as osh
+
+    data = _oneshot_data()
+    widths, taus = [10, 100, 1000, 10000], [0.1, 0.25, 0.5, 1.0]
+    full = osh.theory_grid(data, widths, taus)
+    parts = [osh.theory_grid(data, widths, [t]) for t in reversed(taus)]  # stage order does not matter
+    merged = osh.merge_grids(parts)
+    np.testing.assert_array_equal(merged["taus"], full["taus"])
+    np.testing.assert_array_equal(merged["U"], full["U"])  # each column is its own continuation
+    for s in full["accuracy"]:
+        np.testing.assert_array_equal(merged["accuracy"][s], full["accuracy"][s])
+    with pytest.raises(ValueError, match="overlap"):
+        osh.merge_grids([parts[0], parts[0]])
+    # the experiment accepts the merged grid and refuses one that does not cover the scale's grid
+    res = osh.run_oneshot("quick", sample=False, data=data, grid=merged)
+    ref = osh.run_oneshot("quick", sample=False, data=data)
+    assert res["select"]["val"]["theory"]["tau"].tolist() == ref["select"]["val"]["theory"]["tau"].tolist()
+    np.testing.assert_array_equal(res["panel"]["U"], ref["panel"]["U"])
+    with pytest.raises(ValueError, match="covers"):
+        osh.run_oneshot("quick", sample=False, data=data, grid=osh.merge_grids(parts[:2]))
+
+
+def test_reproduction_stages_form_the_documented_graph():
+    from attention_paths.runs.stages import reproduction_stages
+
+    for scale in ("quick", "paper"):
+        stages = reproduction_stages(scale)
+        by = {s.name: s for s in stages}
+        keys = pl.stage_keys(stages)  # a valid DAG
+        grids = [n for n in by if n.startswith("grid-tau")]
+        assert len(grids) == (4 if scale == "quick" else 10)
+        assert set(grids) <= set(by["omniglot-theory"].deps) and set(grids) <= set(by["pruning"].deps)
+        assert all(by[g].deps == ("export",) for g in grids)
+        assert by["train"].gpu and by["sample-N10"].gpu and not by["export"].gpu
+        assert by["train"].code and not by["export"].code  # training is keyed by its own code only
+        assert {"theory", "posterior", "hmc"} <= set(by) and not by["hmc"].deps
+        assert len(set(keys.values())) == len(keys)
+    quick, paper = pl.stage_keys(reproduction_stages("quick")), pl.stage_keys(reproduction_stages("paper"))
+    assert quick["data"] == paper["data"]  # the same datasets: shared between scales
+    assert quick["export"] != paper["export"]
+    budget = pl.stage_keys(reproduction_stages("quick", sampling={"num_chains": 4}))
+    assert budget["sample-N10"] != quick["sample-N10"] and budget["grid-tau0.5"] == quick["grid-tau0.5"]
+
+
+def _stored_result(ctx):
+    results.write_result(ctx.out, {"answer": ctx.params["value"], "array": np.arange(3.0)})
+
+
+def test_chapters_render_from_a_results_folder(tmp_path, monkeypatch, capsys):
+    stages = [pl.Stage("demo", _stored_result, {"scale": "quick", "value": 42})]
+    pl.run_pipeline(stages, tmp_path, progress=False)
+    called = []
+    monkeypatch.delenv("REPRO_RESULTS", raising=False)
+    assert results.result_or_compute("demo", lambda: called.append(1) or "live", "quick") == "live" and called
+    monkeypatch.setenv("REPRO_RESULTS", str(tmp_path))
+    res = results.result_or_compute("demo", lambda: called.append(2), "quick")
+    assert res["answer"] == 42 and called == [1]  # loaded, not computed
+    assert "loaded from" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="REPRO_SCALE"):
+        results.result_or_compute("demo", lambda: None, "paper")
+    with pytest.raises(FileNotFoundError, match="no output of stage 'nope'"):
+        results.result_or_compute("nope", lambda: None, "quick")
+    with monkeypatch.context() as m:
+        _edit_code(m)
+        with pytest.raises(ValueError, match="other code"):
+            results.result_or_compute("demo", lambda: None, "quick")
+    with open(tmp_path / "demo" / "result.pkl", "ab") as fh:
+        fh.write(b"tampered")
+    with pytest.raises(ValueError, match="corrupt"):
+        results.result_or_compute("demo", lambda: None, "quick")
+    monkeypatch.setenv("REPRO_RESULTS", str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError, match="REPRO_RESULTS"):
+        results.result_or_compute("demo", lambda: None, "quick")
+
+
+def test_claim_records_feed_the_map(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_PATHS_CLAIMS", str(tmp_path))
+    claims = [{"id": "A1", "claim": "x grows", "passed": True, "detail": "x: 1 -> 2"},
+              {"id": "A2", "claim": "y | z", "passed": False, "detail": "y 3"},
+              {"id": "A3", "claim": "w", "passed": False, "detail": "w 0"}]
+    with pytest.raises(AssertionError, match="A3"):
+        cl.assert_claims(claims, {"A2": "known"}, chapter="demo", scale="quick")
+    records = cl.load_claim_records("quick")  # recorded before asserting
+    assert list(records) == ["demo"] and records["demo"]["expected_failures"] == {"A2": "known"}
+    table = cl.claims_markdown(records, {"demo": "Demo", "other": "Other"})
+    lines = table.splitlines()
+    assert lines[0].startswith("**Demo**: computed ") and lines[2] == "| claim | computed | numbers |"
+    assert lines[4] == "| A1: x grows | **agrees** | x: 1 -> 2 |"
+    assert "A2: y \\| z | known deviation" in lines[5] and "**FAILS**" in lines[6]
+    assert "**Other**: not computed yet" in table and "stale" not in table
+    _edit_code(monkeypatch)
+    assert "stale" in cl.claims_markdown(records, {"demo": "Demo"})
+    (tmp_path / "quick" / "broken.json").write_text("{")
+    assert "unreadable" in cl.load_claim_records("quick")["broken"]["error"]
+
+
+def test_readorder_extension_moves_pages_last():
+    import importlib.util
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    spec = importlib.util.spec_from_file_location("readorder", Path(__file__).parents[2] / "_ext" / "readorder.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    docs = ["book/api", "book/figure_map", "book/hmc", "book/theory"]
+    mod._reorder(SimpleNamespace(config=SimpleNamespace(read_last=["book/figure_map", "book/absent"])), None, docs)
+    assert docs == ["book/api", "book/hmc", "book/theory", "book/figure_map"]
+
+
+def test_stored_hmc_result_keeps_the_headline_task_whole():
+    from attention_paths.tasks.hmc import HMCTask
+    from attention_paths.runs.stages import _slim_hmc
+
+    def task():
+        z = np.zeros((3, 2))
+        return HMCTask("main", np.ones((4, 5, 6)), z, np.ones((7, 5, 6)), z, [], z, ("g",), z, z, z, z)
+
+    res = {"sets": [{"k": k, "main": task(), "noisy": task(), "sweep": {"accuracy": [k]}} for k in range(3)],
+           "config": {}}
+    slim = _slim_hmc(res)
+    assert slim["sets"][0]["main"].x_test.shape == (7, 5, 6)  # the chapter's data figure uses it
+    assert all(s["main"].x_test.size == 0 and s["noisy"].x_train.size == 0 for s in slim["sets"][1:])
+    assert [s["sweep"] for s in slim["sets"]] == [s["sweep"] for s in res["sets"]]
+    assert res["sets"][1]["main"].x_test.shape == (7, 5, 6)  # the live result is untouched
+
+
+def test_a_recomputed_stage_with_new_output_reruns_its_dependants(tmp_path):
+    stages = toy_stages(seed=None)  # the source draws fresh numbers every time it runs
+    pl.run_pipeline(stages, tmp_path, progress=False)
+    res = _statuses(pl.run_pipeline(stages, tmp_path, force=["source"], progress=False))
+    assert set(res.values()) == {"ran"}  # new x: every part and the merge follow
+    x = load_npz(tmp_path / "source" / "x.npz")["x"]
+    np.testing.assert_array_equal(load_npz(tmp_path / "part-0" / "y.npz")["y"], x ** 2)
+    det = toy_stages()  # deterministic: forcing reproduces the same bytes, nothing below reruns
+    pl.run_pipeline(det, tmp_path / "det", progress=False)
+    res = _statuses(pl.run_pipeline(det, tmp_path / "det", force=["source"], progress=False))
+    assert res["source"] == "ran" and {v for k, v in res.items() if k != "source"} == {"skipped"}
+
+
+# ------------------------------------------------------------------------------------------ issue 18, group 1
+_SLOW_RUN = '''
+import os, sys, time
+from attention_paths.runs.pipeline import Stage, run_pipeline
+from attention_paths.base.io import atomic_savez
+import numpy as np
+
+def slow(ctx):
+    atomic_savez(ctx.out / "a.npz", a=np.arange(3))
+    wait = sys.argv[2]  # seconds to sleep, or a file to wait for (the test writes it when it is done)
+    if wait.replace(".", "").isdigit():
+        time.sleep(float(wait))
+    else:
+        deadline = time.time() + 300
+        while not os.path.exists(wait) and time.time() < deadline:
+            time.sleep(0.05)
+    atomic_savez(ctx.out / "b.npz", b=np.arange(4))
+
+if __name__ == "__main__":
+    run_pipeline([Stage("slow", slow, {"v": 1})], sys.argv[1], progress=False)
+    print("finished")
+'''
+
+
+def test_two_processes_on_one_results_folder(tmp_path):
+    """A second run on a folder another live run holds is refused at once, with the holder named; the first
+    run's outputs stay complete; the lock goes with the process."""
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "slow_run.py"
+    script.write_text(_SLOW_RUN)
+    out = tmp_path / "out"
+    go = tmp_path / "go"  # the first run holds the folder until the second has been refused
+    first = subprocess.Popen([sys.executable, str(script), str(out), str(go)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not list(out.glob(".slow.tmp-*")) and time.time() < deadline:
+        time.sleep(0.1)
+    assert list(out.glob(".slow.tmp-*")), "the first run did not start"
+    second = subprocess.run([sys.executable, str(script), str(out), "0"], capture_output=True, text=True)
+    go.touch()
+    assert second.returncode != 0 and "in use by another run" in second.stderr and f"pid {first.pid}" in second.stderr
+    stdout, stderr = first.communicate(timeout=120)
+    assert first.returncode == 0 and "finished" in stdout, stderr
+    state, _ = results.stage_state(out / "slow")
+    assert state == "done" and set(json.loads((out / "slow" / results.RECORD).read_text())["files"]) == {"a.npz", "b.npz"}
+    # the lock died with the process: a third run may proceed (and skips the done stage)
+    third = subprocess.run([sys.executable, str(script), str(out), "0"], capture_output=True, text=True)
+    assert third.returncode == 0, third.stderr
+
+
+def test_a_killed_run_leaves_no_lock_and_its_leftovers_are_cleaned(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "slow_run.py"
+    script.write_text(_SLOW_RUN)
+    out = tmp_path / "out"
+    run = subprocess.Popen([sys.executable, str(script), str(out), "30"])
+    deadline = time.time() + 60
+    while not list(out.glob(".slow.tmp-*")) and time.time() < deadline:
+        time.sleep(0.1)
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    (out / ".slow.old-deadbeef").mkdir()  # as if killed between the two renames
+    assert list(out.glob(".slow.tmp-*"))
+    res = subprocess.run([sys.executable, str(script), str(out), "0"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert not list(out.glob(".slow.tmp-*")) and not list(out.glob(".slow.old-*"))
+    assert results.stage_state(out / "slow")[0] == "done"
+
+
+@pytest.mark.parametrize("damage", ["bytes", "files-null", "files-empty", "files-list", "entry", "outside",
+                                    "not-object", "no-key"])
+def test_damaged_or_ill_formed_records_mean_corrupt(tmp_path, damage):
+    stages = toy_stages(n=20, shifts=(0.0,))
+    pl.run_pipeline(stages, tmp_path, progress=False)
+    rec_path = tmp_path / "source" / results.RECORD
+    rec = json.loads(rec_path.read_text())
+    if damage == "bytes":
+        rec_path.write_bytes(b"\xff\xfe{" + rec_path.read_bytes()[3:])
+    else:
+        bad = {"files-null": dict(rec, files=None), "files-empty": dict(rec, files={}),
+               "files-list": dict(rec, files=["x.npz"]), "entry": dict(rec, files={"x.npz": {"size": "big"}}),
+               "outside": dict(rec, files={"../x.npz": rec["files"]["x.npz"]}), "not-object": [rec],
+               "no-key": {k: v for k, v in rec.items() if k != "key"}}[damage]
+        rec_path.write_text(json.dumps(bad))
+    keys = pl.stage_keys(stages)
+    state, reason = results.stage_state(tmp_path / "source", keys["source"])
+    assert state == "corrupt", reason
+    assert "source" in pl.status_table(stages, tmp_path)  # --status does not crash
+    res = pl.run_pipeline(stages, tmp_path, progress=False)
+    assert res["source"]["status"] == "ran" and results.stage_state(tmp_path / "source", keys["source"])[0] == "done"

@@ -1,0 +1,239 @@
+"""Posterior samplers against the theory and against each other (spec T§16.3, issue 3)."""
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import attention_paths as ap
+
+sp = pytest.importorskip("attention_paths.sampling")
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from numpyro.infer.util import log_density  # noqa: E402
+
+from attention_paths.sampling import nuts  # noqa: E402
+from attention_paths.tasks import toy
+
+TAU = 0.05
+BASE = toy.make_toy_problem(P=120, M=200, seed=0)
+CONFIG = sp.SamplerConfig(num_warmup=300, num_samples=300, num_chains=4, seed=0)
+
+
+def _run(N, kind):
+    prob = BASE.subset(2 * N)
+    arch = ap.Architecture.uniform((2, 2), N)
+    if kind == "rb":
+        return sp.sample_rao_blackwell(prob.features_train, prob.y_train, TAU, arch, prob.features_test,
+                                       config=CONFIG)
+    return sp.sample_full(prob.path_inputs("train"), prob.y_train, TAU, arch, prob.path_inputs("test"),
+                          config=CONFIG)
+
+
+def _theory(N):
+    prob = BASE.subset(2 * N)
+    arch = ap.Architecture.uniform((2, 2), N)
+    res = ap.solve(ap.Action(ap.PathKernel(prob.features_train), prob.y_train, TAU, arch))
+    th = ap.predict(res.U, prob.features_train, prob.y_train, TAU, prob.features_test)
+    gp = ap.predict(np.eye(4), prob.features_train, prob.y_train, TAU, prob.features_test)
+    return res.U, th, gp
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return {(20, "rb"): _run(20, "rb"), (20, "full"): _run(20, "full"), (60, "rb"): _run(60, "rb")}
+
+
+@pytest.mark.slow
+def test_samplers_are_converged(runs):
+    for (_, kind), smp in runs.items():
+        assert smp.settings["sampler"]["max_tree_depth"] == (5 if kind == "rb" else 10)  # the recorded default
+        d = smp.diagnostics
+        assert d["divergences"] == 0
+        assert d["rhat_U_max"] < 1.05 and d["rhat_outputs_max"] < 1.05
+        assert d["ess_bulk_U_min"] > 200
+
+
+@pytest.mark.slow
+def test_full_and_rao_blackwell_samplers_agree(runs):
+    full, rb = runs[(20, "full")], runs[(20, "rb")]
+    se = np.sqrt(full.mc_standard_error() ** 2 + rb.mc_standard_error() ** 2)
+    z = np.abs(full.predictive_mean - rb.predictive_mean) / se
+    assert np.percentile(z, 95) < 3.0 and z.max() < 5.5
+    iu = np.triu_indices(4)
+
+    def U_se(smp):
+        ent = smp.U[..., iu[0], iu[1]]
+        return ent.reshape(-1, ent.shape[-1]).std(0) / np.sqrt(sp.ess_bulk(ent))
+
+    zU = np.abs(full.U_hat[iu] - rb.U_hat[iu]) / np.sqrt(U_se(full) ** 2 + U_se(rb) ** 2)
+    assert zU.max() < 5.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("N", [20, 60])
+def test_theory_tracks_the_posterior_much_better_than_the_gp(runs, N):
+    U_star, th, gp = _theory(N)
+    smp = runs[(N, "rb")]
+    # test power: the theory is far from the GP point here
+    assert np.diag(U_star).min() > 1.5 and (U_star - np.diag(np.diag(U_star))).min() < -0.3
+    m = smp.predictive_mean
+    rms_theory = np.sqrt(np.mean((m - th.mean) ** 2))
+    rms_gp = np.sqrt(np.mean((m - gp.mean) ** 2))
+    assert rms_theory < 0.3 * rms_gp
+    assert np.abs(smp.U_hat - U_star).max() < 0.25 * np.abs(np.eye(4) - U_star).max()
+    v = smp.predictive_var
+    assert np.mean(np.abs(v - th.var)) < np.mean(np.abs(v - gp.var))
+    # the sampled U reproduces the sign pattern of the large entries of U*
+    big = np.abs(U_star) > 0.3
+    assert np.all(np.sign(smp.U_hat[big]) == np.sign(U_star[big]))
+
+
+@pytest.mark.slow
+def test_theory_sample_gap_shrinks_like_one_over_n(runs):
+    gaps = {N: np.abs(runs[(N, "rb")].U_hat - _theory(N)[0]).max() for N in (20, 60)}
+    assert 1.5 < gaps[20] / gaps[60] < 6.0
+
+
+def _short_run(prob, arch, cfg, kind):
+    """A deliberately short run (too short for clean diagnostics, so their warnings are silenced)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sp.SamplingWarning)
+        if kind == "rb":
+            return sp.sample_rao_blackwell(prob.features_train, prob.y_train, TAU, arch, prob.features_test,
+                                           config=cfg)
+        return sp.sample_full(prob.path_inputs("train"), prob.y_train, TAU, arch, prob.path_inputs("test"),
+                              config=cfg)
+
+
+def test_seeded_runs_are_reproducible_bit_for_bit():
+    prob = BASE.subset(10)
+    arch = ap.Architecture.uniform((2, 2), 5)
+    cfg = sp.SamplerConfig(num_warmup=20, num_samples=20, num_chains=2, seed=3)
+    a, b = _short_run(prob, arch, cfg, "rb"), _short_run(prob, arch, cfg, "rb")
+    c, d = _short_run(prob, arch, cfg, "full"), _short_run(prob, arch, cfg, "full")
+    for x, y in [(a, b), (c, d)]:
+        np.testing.assert_array_equal(x.U, y.U)
+        np.testing.assert_array_equal(x.mean_samples, y.mean_samples)
+        np.testing.assert_array_equal(x.var_samples, y.var_samples)
+    assert not np.array_equal(a.U, c.U)
+
+
+@pytest.mark.parametrize("mode", ["lowrank", "packed"])
+def test_rao_blackwell_density_is_the_exact_marginal(mode):
+    """Differences of the RB log density equal those of prior + GP marginal likelihood with K^{U(Theta)}."""
+    prob = BASE.subset(12)
+    arch = ap.Architecture((2, 2), (6, 5, 4), (0.7, 1.3, 0.9))
+    X = prob.features_train
+    P, N0, Pi = X.shape
+    nll = nuts.marginal_nll(nuts.KernelOps(X, mode=mode), jnp.asarray(prob.y_train), TAU)
+    rng = np.random.default_rng(0)
+
+    def draw():
+        return {"V1": rng.standard_normal((2, 5, 6)), "V2": rng.standard_normal((2, 4, 5)), "a": rng.standard_normal(4)}
+
+    def exact(p):
+        net = ap.AttentionPathNetwork(BASE.layers, BASE.readout, (6, 5, 4), (1.0, 0.7, 1.3, 0.9))
+        with torch.no_grad():
+            net.V[0].copy_(torch.as_tensor(math.sqrt(0.7) * p["V1"]))
+            net.V[1].copy_(torch.as_tensor(math.sqrt(1.3) * p["V2"]))
+            net.a.copy_(torch.as_tensor(math.sqrt(0.9) * p["a"]))
+        U = net.order_parameters()[0].detach().numpy()
+        K = ap.renormalized_kernel(U, X) + TAU * np.eye(P)
+        _, ld = np.linalg.slogdet(K)
+        prior = -0.5 * sum(np.sum(v**2) for v in p.values())
+        return prior - 0.5 * (ld + prob.y_train @ np.linalg.solve(K, prob.y_train))
+
+    p1, p2 = draw(), draw()
+    l1 = float(log_density(nuts.rb_model, (), {"nll": nll, "arch": arch}, {k: jnp.asarray(v) for k, v in p1.items()})[0])
+    l2 = float(log_density(nuts.rb_model, (), {"nll": nll, "arch": arch}, {k: jnp.asarray(v) for k, v in p2.items()})[0])
+    assert abs((l1 - l2) - (exact(p1) - exact(p2))) < 1e-9 * max(1.0, abs(l1 - l2))
+
+
+def test_packed_and_lowrank_kernel_operations_agree():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((9, 5, 4))
+    A = rng.standard_normal((4, 4))
+    M = rng.standard_normal((9, 9))
+    U, M = A @ A.T, M + M.T
+    packed, low = nuts.KernelOps(X, mode="packed"), nuts.KernelOps(X, mode="lowrank")
+    np.testing.assert_allclose(np.asarray(packed.kernel(jnp.asarray(U))), ap.renormalized_kernel(U, X), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(packed.contract(jnp.asarray(M))), np.asarray(low.contract(jnp.asarray(M))),
+                               rtol=1e-12, atol=1e-12)
+    y = jnp.asarray(np.sign(rng.standard_normal(9)))
+    g_p = jax.grad(nuts.marginal_nll(packed, y, 0.3))(jnp.asarray(U))
+    g_l = jax.grad(nuts.marginal_nll(low, y, 0.3))(jnp.asarray(U))
+    np.testing.assert_allclose(np.asarray(g_p), np.asarray(g_l), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("readout", ["last", "mean"])
+def test_full_weight_forward_matches_the_torch_network(readout):
+    x, layers = BASE.x_train[:7], BASE.layers
+    r = ap.readout_vector(readout, x.shape[2])
+    net = ap.AttentionPathNetwork(layers, r, (5, 6, 7), (1.2, 0.8, 1.1, 0.6))
+    net.sample_prior(torch.Generator().manual_seed(1))
+    xi = ap.path_inputs(x, layers, r).numpy()
+    f = nuts.full_forward(jnp.asarray(net.V0.detach().numpy()), jnp.asarray(net.a.detach().numpy()),
+                         [jnp.asarray(V.detach().numpy()) for V in net.V], jnp.asarray(xi), [5, 6, 7])
+    with torch.no_grad():
+        np.testing.assert_allclose(np.asarray(f), net(x).numpy(), rtol=1e-12, atol=1e-13)
+
+
+def test_bad_inputs_raise_clear_errors(tmp_path):
+    prob = BASE.subset(10)
+    arch = ap.Architecture.uniform((2, 2), 5)
+    with pytest.raises(ValueError, match="num_samples"):
+        sp.SamplerConfig(num_samples=0)
+    with pytest.raises(ValueError, match="chain_method"):
+        sp.SamplerConfig(chain_method="threads")
+    with pytest.raises(ValueError, match="max_tree_depth"):
+        sp.SamplerConfig(max_tree_depth=0)
+    with pytest.raises(ValueError, match="tau"):
+        sp.sample_rao_blackwell(prob.features_train, prob.y_train, 0.0, arch, prob.features_test)
+    with pytest.raises(ValueError, match="targets"):
+        sp.sample_rao_blackwell(prob.features_train, prob.y_train[:-1], TAU, arch, prob.features_test)
+    with pytest.raises(ValueError, match="test features"):
+        sp.sample_rao_blackwell(prob.features_train, prob.y_train, TAU, arch, prob.features_test[:, :3])
+    with pytest.raises(ValueError, match="paths"):
+        sp.sample_full(prob.path_inputs("train"), prob.y_train, TAU, ap.Architecture.uniform((2, 3), 5),
+                       prob.path_inputs("test"))
+    with pytest.raises(ValueError, match="tau"):
+        sp.sample_full(prob.path_inputs("train"), prob.y_train, -1.0, arch, prob.path_inputs("test"))
+    bad = tmp_path / "broken.npz"
+    bad.write_bytes(b"not a zip file")
+    with pytest.raises(ValueError, match="corrupted"):
+        sp.load_samples(bad)
+    with pytest.raises(FileNotFoundError):
+        sp.load_samples(tmp_path / "missing.npz")
+
+
+def test_save_and_load_round_trip(tmp_path):
+    prob = BASE.subset(10)
+    arch = ap.Architecture.uniform((2, 2), 5)
+    cfg = sp.SamplerConfig(num_warmup=10, num_samples=10, num_chains=2, seed=1)
+    smp = _short_run(prob, arch, cfg, "rb")
+    path = smp.save(tmp_path / "run.npz")
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    back = sp.load_samples(path)
+    np.testing.assert_array_equal(back.U, smp.U)
+    np.testing.assert_array_equal(back.predictive_mean, smp.predictive_mean)
+    assert back.settings == json.loads(json.dumps(smp.settings))
+    assert back.diagnostics == smp.diagnostics
+
+
+def test_monte_carlo_errors_of_sampled_accuracy_and_U():
+    from attention_paths.sampling import PosteriorSamples
+
+    rng = np.random.default_rng(0)
+    mean = np.empty((2, 50, 4))
+    mean[0], mean[1] = 1.0 + 0.1 * rng.standard_normal((50, 4)), -1.0 + 0.1 * rng.standard_normal((50, 4))
+    U = 1.0 + 0.01 * rng.standard_normal((2, 50, 3, 3))
+    smp = PosteriorSamples("rao-blackwell", {}, U, mean, np.zeros_like(mean), {}, 0.0)
+    y = np.ones(4)
+    assert smp.accuracy_mcse(y) == pytest.approx(np.std([100.0, 0.0], ddof=1) / np.sqrt(2))
+    one = PosteriorSamples("full", {}, U[:1], mean[:1], np.zeros_like(mean[:1]), {}, 0.0)
+    assert np.isnan(one.accuracy_mcse(y))
+    se = smp.U_mcse()
+    assert se.shape == (3, 3) and np.all(se > 0) and np.all(se < 0.01)  # about 0.01 / sqrt(100 draws)

@@ -1,0 +1,210 @@
+"""The theory on top of the trained Omniglot transformer: hand-off, grid, temperature selection, saved runs."""
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import attention_paths as ap
+from attention_paths.tasks.omniglot import data as om
+from attention_paths.tasks import oneshot as osh
+from attention_paths.tasks.omniglot.model import InContextTransformer
+from attention_paths.base.io import atomic_savez, atomic_write_json
+from attention_paths.runs import results
+
+
+def test_balanced_indices_order_and_shortage():
+    y = np.array([-1, 1, 1, -1, 1, -1, -1, 1.0])
+    np.testing.assert_array_equal(osh.balanced_indices(y, 2), [1, 2, 0, 3])
+    with pytest.raises(ValueError, match="per label"):
+        osh.balanced_indices(y, 5)
+
+
+def test_select_temperatures_protocols_and_ties():
+    taus = [0.1, 0.5, 1.0]
+    acc = {"val": np.array([[60.0, 70.0], [65.0, 70.0], [50.0, 71.0]]),
+           "test": np.array([[80.0, 50.0], [60.0, 55.0], [61.0, 52.0]])}
+    ours = osh.select_temperatures(acc, taus, "val")
+    np.testing.assert_array_equal(ours["tau"], [0.5, 1.0])
+    np.testing.assert_array_equal(ours["accuracy"]["test"], [60.0, 52.0])  # the test set never picks
+    paper = osh.select_temperatures(acc, taus, "test")
+    np.testing.assert_array_equal(paper["tau"], [0.1, 0.5])
+    tie = osh.select_temperatures({"val": np.array([70.0, 70.0, 69.0])}, taus, "val")  # GP line, tie: first
+    assert float(tie["tau"]) == 0.1
+    with pytest.raises(ValueError, match="cannot select"):
+        osh.select_temperatures(acc, taus, "MNIST")
+
+
+def test_gd_order_parameter_is_the_gram_of_explicit_path_weights():
+    net = InContextTransformer(d_model=6, d_qk=4, seed=3)
+    with torch.no_grad():
+        for layer in range(2):
+            net.v[layer].weight.normal_()
+    a = net.readout.weight.detach().double()[0]
+    V = [net.v[l].weight.detach().double().reshape(4, 6, 6) for l in range(2)]
+    w = torch.stack([a @ V[1][h2] @ V[0][h1] for h1 in range(4) for h2 in range(4)])  # path (h1, h2)
+    np.testing.assert_allclose(osh.gd_order_parameter(net), (w @ w.T).numpy(), rtol=1e-10, atol=1e-12)
+
+
+def _synthetic_data(rng, P=40, n=30):
+    """Features with a label-carrying direction in a few paths, so that the theory has something to find."""
+    def feats(m):
+        y = np.where(np.arange(m) < m // 2, 1.0, -1.0)
+        X = rng.standard_normal((m, 12, 16)) / np.sqrt(12 * 16)
+        X[:, 0, 5] += 0.6 * y / np.sqrt(12 * 16)
+        X[:, 0, 9] += 0.4 * y / np.sqrt(12 * 16)
+        return X, y
+
+    features, ys = {}, {}
+    for name in ("train",) + osh.EVAL_SETS:
+        features[name], ys[name] = feats(P if name == "train" else n)
+    outputs = {k: v + 0.1 for k, v in ys.items()}
+    return osh.OneShotData(features, ys, outputs, np.eye(16), {"synthetic": True})
+
+
+def test_grid_continuation_matches_cold_solves_and_gp_limit():
+    data = _synthetic_data(np.random.default_rng(0))
+    grid = osh.theory_grid(data, (10, 100000), (0.5, 0.1))
+    assert grid["U"].shape == (2, 2, 16, 16) and list(grid["taus"]) == [0.1, 0.5]
+    assert grid["solver"]["grad_max"].max() <= 1e-8
+    for i, tau in enumerate(grid["taus"]):
+        cold = ap.solve(ap.Action(ap.PathKernel(data.features["train"]), data.y["train"], tau,
+                                  ap.Architecture.uniform((4, 4), 10)))
+        np.testing.assert_allclose(grid["U"][i, 0], cold.U, atol=1e-5)
+        assert np.abs(grid["U"][i, 1] - np.eye(16)).max() < 0.01  # N = 1e5: the GP point
+        gp = osh.gp_line(data, [tau])
+        for s in osh.EVAL_SETS:  # the widest network predicts like the GP
+            assert abs(grid["accuracy"][s][i, 1] - gp["accuracy"][s][0]) <= 100 / 30 + 1e-9
+
+
+def test_edge_scan_and_paired_predictions_agree_with_the_grid_and_the_selection():
+    data = _synthetic_data(np.random.default_rng(2))
+    grid = osh.theory_grid(data, (10, 1000), (0.5,))
+    edge = osh.edge_scan(data, 10, [0.5])  # a cold solve at a grid point gives the grid's accuracies
+    gp = osh.gp_line(data, [0.5])
+    for s in osh.EVAL_SETS:
+        assert edge["theory"][s][0] == pytest.approx(grid["accuracy"][s][0, 0], abs=1e-9)
+        assert edge["gp"][s][0] == pytest.approx(gp["accuracy"][s][0], abs=1e-9)
+    assert edge["max_grad"] <= 1e-8
+    res = osh.run_oneshot("quick", sample=False, data=data)
+    slices = res["slices"]
+    sel = res["select"]["val"]
+    for s in osh.EVAL_SETS:  # the stored per-episode predictions are those of the selected temperatures
+        sl, y = slices[s], data.y[s]
+        cmp = osh.paired_comparison(res["paired"]["theory"][sl], res["paired"]["gp"][sl], y)
+        assert cmp["diff"] == pytest.approx(sel["theory"]["accuracy"][s][0] - float(sel["gp"]["accuracy"][s]), abs=1e-9)
+        assert cmp["only_theory"] - cmp["only_gp"] == round(cmp["diff"] * cmp["n"] / 100) and cmp["n"] == len(y)
+    xi = np.random.default_rng(3).standard_normal((5, 16, 192))  # the full-weight sampler's inputs
+    np.testing.assert_allclose(osh.features_to_path_inputs(ap.path_features(xi)), xi, rtol=1e-13)
+    with pytest.raises(ValueError, match="kind"):
+        osh.with_budget({"sampler": {}}, {"kind": "gibbs"})
+    assert osh.with_budget({"sampler": {"num_chains": 2}, "kind": "rao-blackwell"},
+                           {"kind": "full", "num_chains": 4}) == {"sampler": {"num_chains": 4}, "kind": "full"}
+
+
+def test_run_summary_round_trip_and_damaged_files(tmp_path):
+    data = _synthetic_data(np.random.default_rng(1))
+    res = osh.run_oneshot("quick", sample=False, data=data)
+    assert res["panel"]["U"].shape == (16, 16)
+    # the strong label paths (5 and 9: heads (1)2,(2)2 and (1)3,(2)2) get the largest diagonal entries
+    assert set(np.argsort(np.diag(res["panel"]["U"]))[-2:]) == {5, 9}
+    summary, arrays = osh.oneshot_summary(res)
+    assert {c["id"] for c in summary["claims"]} == {"I1", "I2-ID", "I2-MNIST", "I2-FMNIST", "I2-limit", "I5"}
+    atomic_savez(tmp_path / "arrays.npz", **arrays)
+    atomic_write_json(tmp_path / "summary.json", summary)
+    back = results.load_run(tmp_path, "omniglot-theory")
+    np.testing.assert_array_equal(back["arrays"]["U"], res["grid"]["U"])
+    assert back["select"]["val"]["theory"]["tau"] == list(res["select"]["val"]["theory"]["tau"])
+    assert results.load_run(tmp_path / "nothing", "omniglot-theory") is None
+    (tmp_path / "arrays.npz").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="corrupted"):
+        results.load_run(tmp_path, "omniglot-theory")
+    (tmp_path / "summary.json").write_text(json.dumps({"experiment": "hmc"}))
+    with pytest.raises(ValueError, match="not an omniglot-theory run"):
+        results.load_run(tmp_path, "omniglot-theory")
+
+
+def test_fast_mean_predictor_equals_the_kernel_form():
+    rng = np.random.default_rng(2)
+    X, Xt = rng.standard_normal((30, 7, 4)), rng.standard_normal((11, 7, 4))
+    y = np.sign(rng.standard_normal(30))
+    A = rng.standard_normal((4, 4))
+    U = A @ A.T
+    K = ap.renormalized_kernel(U, X) + 0.3 * np.eye(30)
+    expected = ap.renormalized_kernel(U, X, Xt).T @ np.linalg.solve(K, y)
+    np.testing.assert_allclose(ap.predict(U, X, y, 0.3, Xt, return_var=False).mean, expected, rtol=1e-10)
+
+
+# ------------------------------------------------------------------------------------------ real data
+def _data_or_skip():
+    try:
+        om.omniglot_tree(download=False)
+        om.load_ood("MNIST", download=False)
+    except om.DatasetMissingError:
+        pytest.skip("no Omniglot / MNIST under $ATTENTION_PATHS_DATA (run .ci/run)")
+
+
+@pytest.mark.slow
+def test_extracted_features_reproduce_the_load_network():
+    """Hand-off: the theory's path features (its float64 attention from x0 and the trained Q/K) with the
+    network's value path give the network's own outputs; sets are balanced and in their documented order."""
+    _data_or_skip()
+    from attention_paths.tasks.omniglot.training import load_network
+
+    net, rec = load_network("quick", train_if_missing=False)
+    cfg = dict(osh.ONESHOT_EXPERIMENT["quick"], P=20, n_eval=20, train_batches=1, eval_pool=128)
+    data = osh.extract(net, cfg, record=rec)
+    net64 = net.double()
+    v = (net64.path_weights() @ net64.w_in.weight.detach()).numpy()  # [16, 192]: w^pi W_in
+    for name, X in data.features.items():
+        assert X.shape == (20, 192, 16)
+        f = np.sqrt(192 * 16) * np.einsum("pi,nip->n", v, X)
+        np.testing.assert_allclose(f, data.network_output[name], rtol=1e-9, atol=1e-9)
+        np.testing.assert_array_equal(data.y[name], np.repeat([1.0, -1.0], 10))
+    # the training episodes repeat the network's first training draws (same seed, same sampler)
+    from attention_paths.tasks.omniglot.episodes import sample_episodes
+
+    first = sample_episodes(om.load_split("train").images, 128, np.random.default_rng(rec["config"]["seed"]),
+                            drawing_seed=0)
+    pos = np.flatnonzero(first.y > 0)[:10]
+    x0 = net64.tokens(first.subset(pos))
+    xi = ap.path_features(ap.path_inputs(x0.transpose(1, 2), net64.theory_layers(), np.full(48, 1 / 48)))
+    np.testing.assert_allclose(xi, data.features["train"][:10], rtol=1e-12)
+    assert data.info["ood_counts"]["MNIST"] == {"class0": 980, "class1": 1135}
+
+
+def test_assert_claims_expected_failures_must_stay_failures():
+    from attention_paths.runs.claims import assert_claims, format_claims
+
+    claims = [{"id": "A", "claim": "a", "passed": True, "detail": "1"},
+              {"id": "B", "claim": "b", "passed": False, "detail": "2"}]
+    assert "[FAIL] B: b" in format_claims(claims)
+    assert_claims(claims, {"B": "known"})
+    with pytest.raises(AssertionError, match="claims failed"):
+        assert_claims(claims)
+    with pytest.raises(AssertionError, match="now pass"):
+        assert_claims(claims, {"A": "stale", "B": "known"})
+    with pytest.raises(AssertionError, match="unknown"):
+        assert_claims(claims, {"B": "known", "Z": "typo"})
+
+
+@pytest.mark.slow
+def test_full_weight_sampling_of_the_oneshot_theory():
+    """The paper scale's sampler (full-weight NUTS on the path inputs rebuilt from the features) runs through
+    the pipeline and follows the theory's predictions."""
+    import warnings
+
+    data = _synthetic_data(np.random.default_rng(0))
+    sampling_cfg = {"widths": (10,), "tau": 0.5, "kind": "full",
+                    "sampler": dict(num_chains=2, num_warmup=60, num_samples=60, seed=0, chain_method="sequential")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a deliberately short run
+        smp = osh.sample_oneshot(data, {"sampling": sampling_cfg})[10]
+    assert smp.kind == "full" and smp.U.shape == (2, 60, 16, 16)
+    res = osh.run_oneshot("quick", sample=False, data=data)
+    res["samples"], res["config"]["sampling"] = {10: smp}, sampling_cfg
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        summary, arrays = osh.oneshot_summary(res)
+    assert summary["sampled"]["10"]["kind"] == "full" and summary["sampled"]["10"]["corr"] > 0.7
+    assert arrays["sample_N10_mean"].shape == (sum(len(data.y[s]) for s in osh.EVAL_SETS),)
