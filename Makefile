@@ -17,12 +17,13 @@ export XLA_PYTHON_CLIENT_PREALLOCATE := false
 BUILD_ROOT := $(if $(filter quick,$(REPRO_SCALE)),.,_build_$(REPRO_SCALE))
 HTML := $(BUILD_ROOT)/_build/html
 
-.PHONY: book pdf test venv bench clean help
+.PHONY: book pdf test lint format venv bench clean help
 
 help:
 	@echo "make book   - build the book (HTML in $(HTML)/index.html) at REPRO_SCALE=$(REPRO_SCALE)"
 	@echo "make pdf    - the PDF edition ($(PDF)), checked"
-	@echo "make test   - unit tests and every chapter under nbval"
+	@echo "make test   - make lint, then the unit tests and every chapter under nbval"
+	@echo "make lint   - ruff: lint and format check of the whole tree (make format applies the formatter)"
 	@echo "make bench  - solver benchmark table"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -57,7 +58,16 @@ pdf: $(STAMP)
 	@if [ -d $(HTML) ]; then cp $(PDF) $(HTML)/attention-paths.pdf.tmp && mv $(HTML)/attention-paths.pdf.tmp $(HTML)/attention-paths.pdf; fi
 	@echo "PDF: $(PDF)"
 
-test: $(STAMP)
+# ruff's settings are in pyproject.toml; .pre-commit-config.yaml runs the same two checks before a commit
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+test: lint
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)

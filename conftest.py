@@ -4,6 +4,7 @@ The chapters are read with jupytext and handed to nbval's collector, so no .ipyn
 Outputs are not compared (there are none stored); a cell that raises fails the test.  The kernel
 inherits the environment, so ``REPRO_SCALE`` reaches the chapters.
 """
+
 from pathlib import Path
 from unittest import mock
 

@@ -14,6 +14,7 @@ they execute, so that the map is recomputed in every build (about 3 s).
 
     python _ext/book_cache.py BUILD_ROOT      # BUILD_ROOT as given to jupyter-book's --path-output
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -72,14 +73,20 @@ def prepare(build_root, root: Path = ROOT, environ=None) -> dict:
     tmp = stamp.with_suffix(".tmp")
     tmp.write_text(new + "\n")
     os.replace(tmp, stamp)
-    return {"cleared": cleared, "reason": "first build" if old is None else ("inputs changed" if cleared else
-                                                                           "unchanged"), "dropped": dropped}
+    return {
+        "cleared": cleared,
+        "reason": "first build" if old is None else ("inputs changed" if cleared else "unchanged"),
+        "dropped": dropped,
+    }
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     done = prepare(sys.argv[1])
-    what = "cleared the execution cache (the package, data/ or REPRO_* changed)" if done["cleared"] else \
-        f"execution cache kept ({done['reason']})"
+    what = (
+        "cleared the execution cache (the package, data/ or REPRO_* changed)"
+        if done["cleared"]
+        else f"execution cache kept ({done['reason']})"
+    )
     print(f"== {what}; re-executing {', '.join(ALWAYS_RERUN)}")

@@ -11,6 +11,7 @@ equations and prints to PDF, written atomically. ``--check`` asserts what a read
 count, every numbered figure's label and every chapter title in the text, no unresolved reference (``??``)
 and no raw LaTeX left by an untypeset equation.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,11 @@ def _chapters(text: str) -> list[tuple[str, str]]:
 
 def figure_labels(text: str) -> list[str]:
     """The numbered-figure labels ("Fig. 3") of the single-page HTML, in order."""
-    return [re.sub(r"\s+", " ", html.unescape(m)).strip()
-            for m in re.findall(r'<span class="caption-number">(.*?)</span>', text, re.S) if "Fig" in m]
+    return [
+        re.sub(r"\s+", " ", html.unescape(m)).strip()
+        for m in re.findall(r'<span class="caption-number">(.*?)</span>', text, re.S)
+        if "Fig" in m
+    ]
 
 
 def main_page(folder: Path) -> Path:
@@ -76,9 +80,9 @@ def prepare(src: Path, dst: Path, mathjax: str | None) -> Path:
         shutil.copytree(mathjax, dst / "_mathjax")
         text = CDN.sub((dst / "_mathjax").as_uri() + "/", text)
     toc = "".join(f'<li><a href="#{i}">{html.escape(t)}</a></li>' for i, t in _chapters(text))
-    block = (f'<div id="book-pdf-toc"><h1>Contents</h1><ol>{toc}</ol></div>' if toc else "")
+    block = f'<div id="book-pdf-toc"><h1>Contents</h1><ol>{toc}</ol></div>' if toc else ""
     text = text.replace("</head>", f"<style>{PRINT_CSS}</style></head>", 1)
-    text = re.sub(r'(<article[^>]*>)', lambda m: m.group(1) + block, text, count=1)
+    text = re.sub(r"(<article[^>]*>)", lambda m: m.group(1) + block, text, count=1)
     index.write_text(text, encoding="utf-8")
     return index
 
@@ -86,23 +90,38 @@ def prepare(src: Path, dst: Path, mathjax: str | None) -> Path:
 def build(singlehtml, out, mathjax=None, browser=None) -> Path:
     singlehtml, out = Path(singlehtml), Path(out)
     if not (singlehtml / "index.html").exists():
-        raise FileNotFoundError(f"{singlehtml}/index.html not found: build the single-page HTML first "
-                                "(jupyter-book build --builder singlehtml)")
+        raise FileNotFoundError(
+            f"{singlehtml}/index.html not found: build the single-page HTML first "
+            "(jupyter-book build --builder singlehtml)"
+        )
     mathjax = mathjax or os.environ.get("MATHJAX_DIR")
     if mathjax and not Path(mathjax, "tex-mml-chtml.js").exists():
         raise FileNotFoundError(f"{mathjax} does not contain MathJax 3's es5 tex-mml-chtml.js")
-    browser = browser or next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")
-                               if shutil.which(b)), None)
+    browser = browser or next(
+        (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None
+    )
     if browser is None:
         raise FileNotFoundError("no Chromium found (Debian: apt-get install chromium)")
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         index = prepare(singlehtml, Path(tmp) / "site", mathjax)
         part = Path(tmp) / "book.pdf"
-        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
-                        "--run-all-compositor-stages-before-draw", "--virtual-time-budget=120000",
-                        f"--print-to-pdf={part}", index.as_uri()],
-                       check=True, capture_output=True, timeout=600)
+        subprocess.run(
+            [
+                browser,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-pdf-header-footer",
+                "--run-all-compositor-stages-before-draw",
+                "--virtual-time-budget=120000",
+                f"--print-to-pdf={part}",
+                index.as_uri(),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
         if not part.exists() or part.stat().st_size == 0:
             raise RuntimeError("Chromium wrote no PDF")
         tmp_out = out.with_name(f".{out.name}.part")
@@ -138,7 +157,11 @@ def check(pdf, singlehtml) -> dict:
         if raw in flat:
             problems.append(f"raw LaTeX {raw!r} in the text (an equation was not typeset)")
     images = re.findall(r'<img[^>]+src="([^"]+)"', source)
-    absent = [s for s in images if not s.startswith(("http", "data:")) and not ((page.parent / s).exists() or (singlehtml / s).exists())]
+    absent = [
+        s
+        for s in images
+        if not s.startswith(("http", "data:")) and not ((page.parent / s).exists() or (singlehtml / s).exists())
+    ]
     if absent:
         problems.append(f"missing images: {absent[:5]}")
     return {"pages": pages, "figures": len(figs), "problems": problems}

@@ -8,6 +8,7 @@ then solves every grid point with continuation from the widest network down (as 
 With ``--cold`` it also solves each point from the GP point, for comparison.  Target (issue 6): the 100-point
 grid at P = 600 in under 10 minutes on 2 CPU cores.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,10 @@ def main():
     print(f"{'case':<34}{'time [s]':>9}{'per solve [s]':>14}{'iters (mean)':>13}{'max grad':>10}")
     print(f"{'extraction (P + 4 x 1000 episodes)':<34}{t_extract:9.1f}")
     print(f"{'packed path-Gram tensor':<34}{t_gram:9.1f}")
-    print(f"{'grid, continuation':<34}{grid['seconds']:9.1f}{grid['seconds'] / n:14.2f}"
-          f"{grid['solver']['n_iter'].mean():13.1f}{grid['solver']['grad_max'].max():10.1e}")
+    print(
+        f"{'grid, continuation':<34}{grid['seconds']:9.1f}{grid['seconds'] / n:14.2f}"
+        f"{grid['solver']['n_iter'].mean():13.1f}{grid['solver']['grad_max'].max():10.1e}"
+    )
     if args.cold:
         t0, iters = time.perf_counter(), []
         for tau in taus:

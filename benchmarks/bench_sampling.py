@@ -9,6 +9,7 @@ the largest R-hat.  Problems (issue 3, section 4):
   markov: the paper's hidden-Markov-chain task (4-path network, P=100, N0=231, T=31, tau=0.01), N=10;
   image-sized:  P=600, N0=192, T=48, 4x4 random query/key heads (16 paths), mean readout, tau=0.5, N=10.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,12 +26,21 @@ from attention_paths.tasks.hmc import make_hmc_task
 def problem(name):
     if name == "markov":
         task = make_hmc_task("main")
-        return dict(xi_tr=task.xi_train, xi_te=task.xi_test[:200], f_tr=task.features_train,
-                    f_te=task.features_test[:200], y=task.y_train, tau=0.01, heads=task.heads)
+        return dict(
+            xi_tr=task.xi_train,
+            xi_te=task.xi_test[:200],
+            f_tr=task.features_train,
+            f_te=task.features_test[:200],
+            y=task.y_train,
+            tau=0.01,
+            heads=task.heads,
+        )
     P, n0, T, heads, readout, tau = 600, 192, 48, (4, 4), "mean", 0.5
     rng = np.random.default_rng(0)
-    layers = [ap.QKFormHeads(rng.standard_normal((H, 128, n0)) / np.sqrt(n0),
-                             rng.standard_normal((H, 128, n0)) / np.sqrt(n0)) for H in heads]
+    layers = [
+        ap.QKFormHeads(rng.standard_normal((H, 128, n0)) / np.sqrt(n0), rng.standard_normal((H, 128, n0)) / np.sqrt(n0))
+        for H in heads
+    ]
     x = rng.standard_normal((P + 200, n0, T))
     r = ap.readout_vector(readout, T)
     xi = ap.path_inputs(x, layers, r).numpy()
@@ -46,16 +56,31 @@ def main():
     parser.add_argument("--samples", type=int, default=500)
     parser.add_argument("--problems", default="markov,image")
     parser.add_argument("--samplers", default="rb,full")
-    parser.add_argument("--max-tree-depth", type=int, default=None,
-                        help="NUTS tree-depth cap (default: the sampler's own, 5 Rao-Blackwellised, 10 full)")
+    parser.add_argument(
+        "--max-tree-depth",
+        type=int,
+        default=None,
+        help="NUTS tree-depth cap (default: the sampler's own, 5 Rao-Blackwellised, 10 full)",
+    )
     parser.add_argument("--target-accept", type=float, default=0.8, help="NUTS target acceptance (default 0.8)")
     args = parser.parse_args()
-    cfg = sp.SamplerConfig(num_warmup=args.warmup, num_samples=args.samples, num_chains=args.chains, seed=0,
-                           max_tree_depth=args.max_tree_depth, target_accept=args.target_accept)
-    print(f"# sampler benchmark, {platform.machine()}, {args.chains} chains x ({args.warmup}+{args.samples}), "
-          f"max tree depth {args.max_tree_depth}, target acceptance {args.target_accept}")
-    print(f"{'problem':<8} {'sampler':<14} {'params':>7} {'time [s]':>9} {'ESS min':>8} {'ESS med':>8} "
-          f"{'ESS/s min':>9} {'ESS/s med':>9} {'div':>4} {'R-hat':>6} {'steps':>6}", flush=True)
+    cfg = sp.SamplerConfig(
+        num_warmup=args.warmup,
+        num_samples=args.samples,
+        num_chains=args.chains,
+        seed=0,
+        max_tree_depth=args.max_tree_depth,
+        target_accept=args.target_accept,
+    )
+    print(
+        f"# sampler benchmark, {platform.machine()}, {args.chains} chains x ({args.warmup}+{args.samples}), "
+        f"max tree depth {args.max_tree_depth}, target acceptance {args.target_accept}"
+    )
+    print(
+        f"{'problem':<8} {'sampler':<14} {'params':>7} {'time [s]':>9} {'ESS min':>8} {'ESS med':>8} "
+        f"{'ESS/s min':>9} {'ESS/s med':>9} {'div':>4} {'R-hat':>6} {'steps':>6}",
+        flush=True,
+    )
     for name in args.problems.split(","):
         pr = problem(name)
         arch = ap.Architecture.uniform(pr["heads"], 10)
@@ -67,10 +92,13 @@ def main():
                 else:
                     s = sp.sample_full(pr["xi_tr"], pr["y"], pr["tau"], arch, pr["xi_te"], config=cfg)
             d = s.diagnostics
-            print(f"{name:<8} {s.kind:<14} {s.settings['n_parameters']:7d} {s.wall_seconds:9.1f} "
-                  f"{d['ess_bulk_U_min']:8.0f} {d['ess_bulk_U_median']:8.0f} "
-                  f"{d['ess_bulk_U_min'] / s.wall_seconds:9.2f} {d['ess_bulk_U_median'] / s.wall_seconds:9.2f} "
-                  f"{d['divergences']:4d} {d['rhat_U_max']:6.3f} {d['mean_tree_steps']:6.1f}", flush=True)
+            print(
+                f"{name:<8} {s.kind:<14} {s.settings['n_parameters']:7d} {s.wall_seconds:9.1f} "
+                f"{d['ess_bulk_U_min']:8.0f} {d['ess_bulk_U_median']:8.0f} "
+                f"{d['ess_bulk_U_min'] / s.wall_seconds:9.2f} {d['ess_bulk_U_median'] / s.wall_seconds:9.2f} "
+                f"{d['divergences']:4d} {d['rhat_U_max']:6.3f} {d['mean_tree_steps']:6.1f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ Cases (issue 2, section 5):
       (low-rank form), the number of paths up to 64 and N0 up to 768, with log-log slopes.
 Peak memory is the peak of Python/numpy allocations (tracemalloc) during the case.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,10 @@ def make_features(P, n0, T, heads, form, readout, seed=0):
         layers = toy.random_wform_layers(n0, heads, 3.0, rng)
     else:
         G = 128
-        layers = [ap.QKFormHeads(rng.standard_normal((H, G, n0)) / np.sqrt(n0),
-                                 rng.standard_normal((H, G, n0)) / np.sqrt(n0)) for H in heads]
+        layers = [
+            ap.QKFormHeads(rng.standard_normal((H, G, n0)) / np.sqrt(n0), rng.standard_normal((H, G, n0)) / np.sqrt(n0))
+            for H in heads
+        ]
     x = rng.standard_normal((P, n0, T))
     r = ap.readout_vector(readout, T)
     xi = ap.path_inputs(x, layers, r)
@@ -63,8 +66,16 @@ def case_sweep():
         return ap.solve_continuation(acts, n_restarts=1)
 
     res, dt, mem = measure(run)
-    return dict(case="(a) Markov-sized sweep, 7 widths", P=100, paths=4, seconds=dt, peak_MiB=mem,
-                iters=sum(r.n_iter for r in res), grad=max(r.grad_max for r in res), target="< 5 s")
+    return dict(
+        case="(a) Markov-sized sweep, 7 widths",
+        P=100,
+        paths=4,
+        seconds=dt,
+        peak_MiB=mem,
+        iters=sum(r.n_iter for r in res),
+        grad=max(r.grad_max for r in res),
+        target="< 5 s",
+    )
 
 
 def case_single(P, heads, N=10, tau=0.5, restarts=1, label=None, target=""):
@@ -76,8 +87,16 @@ def case_single(P, heads, N=10, tau=0.5, restarts=1, label=None, target=""):
 
     (res, mode), dt, mem = measure(run)
     Pi = int(np.prod(heads))
-    return dict(case=label or f"(c) P={P}, {Pi} paths, N={N} [{mode}]", P=P, paths=Pi, seconds=dt, peak_MiB=mem,
-                iters=res.n_iter, grad=res.grad_max, target=target)
+    return dict(
+        case=label or f"(c) P={P}, {Pi} paths, N={N} [{mode}]",
+        P=P,
+        paths=Pi,
+        seconds=dt,
+        peak_MiB=mem,
+        iters=res.n_iter,
+        grad=res.grad_max,
+        target=target,
+    )
 
 
 def case_eval(P, heads, n0=192, N=100, tau=0.5, repeats=2, mode="lowrank"):
@@ -101,20 +120,30 @@ def case_eval(P, heads, n0=192, N=100, tau=0.5, repeats=2, mode="lowrank"):
 
 
 def scaling():
-    print(f"# solver scaling on {platform.machine()}, {platform.python_version()}, numpy {np.__version__}: "
-          "one action+gradient evaluation at the GP point, N=100, tau=0.5")
-    print(f"{'grow':<6} {'P':>6} {'paths':>5} {'N0':>4} {'form':<8} {'set-up [s]':>10} {'eval [s]':>9} "
-          f"{'peak [MiB]':>11}", flush=True)
+    print(
+        f"# solver scaling on {platform.machine()}, {platform.python_version()}, numpy {np.__version__}: "
+        "one action+gradient evaluation at the GP point, N=100, tau=0.5"
+    )
+    print(
+        f"{'grow':<6} {'P':>6} {'paths':>5} {'N0':>4} {'form':<8} {'set-up [s]':>10} {'eval [s]':>9} "
+        f"{'peak [MiB]':>11}",
+        flush=True,
+    )
     # each group in one kernel form (the low-rank one, which every size fits), so the slopes are those of
     # the form; the Gram form, faster where it fits in memory, is shown for the smaller P
-    groups = {"P": [case_eval(P, (4, 4)) for P in (625, 1250, 2500, 5000, 10000)],
-              "P/gram": [case_eval(P, (4, 4), mode="gram") for P in (300, 625, 1250)],
-              "paths": [case_eval(600, h) for h in ((2, 2), (4, 2), (4, 4), (8, 4), (8, 8))],
-              "N0": [case_eval(600, (4, 4), n0=n0) for n0 in (96, 192, 384, 768)]}
+    groups = {
+        "P": [case_eval(P, (4, 4)) for P in (625, 1250, 2500, 5000, 10000)],
+        "P/gram": [case_eval(P, (4, 4), mode="gram") for P in (300, 625, 1250)],
+        "paths": [case_eval(600, h) for h in ((2, 2), (4, 2), (4, 4), (8, 4), (8, 8))],
+        "N0": [case_eval(600, (4, 4), n0=n0) for n0 in (96, 192, 384, 768)],
+    }
     for grow, rows in groups.items():
         for r in rows:
-            print(f"{grow:<6} {r['P']:6d} {r['paths']:5d} {r['n0']:4d} {r['mode']:<8} {r['setup']:10.2f} "
-                  f"{r['eval']:9.3f} {r['peak_MiB']:11.1f}", flush=True)
+            print(
+                f"{grow:<6} {r['P']:6d} {r['paths']:5d} {r['n0']:4d} {r['mode']:<8} {r['setup']:10.2f} "
+                f"{r['eval']:9.3f} {r['peak_MiB']:11.1f}",
+                flush=True,
+            )
     print("# log-log slopes (cost ~ x^slope) of one evaluation and of peak memory, fitted over each group")
     key = {"P": "P", "P/gram": "P", "paths": "paths", "N0": "n0"}
     for grow, rows in groups.items():
@@ -135,8 +164,11 @@ def main():
     print(f"{'case':<48} {'time [s]':>9} {'peak [MiB]':>11} {'iters':>6} {'max|dS/dU|/N':>13}  target", flush=True)
 
     def show(r):
-        print(f"{r['case']:<48} {r['seconds']:9.2f} {r['peak_MiB']:11.1f} {r['iters']:6d} {r['grad']:13.2e}  "
-              f"{r['target']}", flush=True)
+        print(
+            f"{r['case']:<48} {r['seconds']:9.2f} {r['peak_MiB']:11.1f} {r['iters']:6d} {r['grad']:13.2e}  "
+            f"{r['target']}",
+            flush=True,
+        )
 
     show(case_sweep())
     show(case_single(600, (4, 4), label="(b) image-sized, 16 paths, N=10 [verified]", target="< 30 s"))

@@ -9,6 +9,7 @@ device choice is made before torch and JAX start: the CPU run hides the GPU from
 (``CUDA_VISIBLE_DEVICES=""``, ``JAX_PLATFORMS=cpu``); the GPU run leaves them visible.  Times are the
 stages' own records (``_stage.json``: ``wall_seconds``), so process start-up is not counted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,9 +55,13 @@ def main():
     args = parser.parse_args()
     devices = ["cpu"] + (["gpu"] if gpu_available() else [])
     results = {d: run(d, args) for d in devices}
-    print(f"# reproduce stages, scale {args.scale}; devices: {', '.join(devices)}"
-          + ("" if "gpu" in devices else " (no GPU visible: CPU column only)"))
-    head = f"{'stage':<18}" + "".join(f"{d + ' [s]':>10}" for d in devices) + ("   speed-up" if len(devices) > 1 else "")
+    print(
+        f"# reproduce stages, scale {args.scale}; devices: {', '.join(devices)}"
+        + ("" if "gpu" in devices else " (no GPU visible: CPU column only)")
+    )
+    head = (
+        f"{'stage':<18}" + "".join(f"{d + ' [s]':>10}" for d in devices) + ("   speed-up" if len(devices) > 1 else "")
+    )
     print(head)
     for stage in sorted(results["cpu"], key=lambda s: -results["cpu"][s]):
         row = f"{stage:<18}" + "".join(f"{results[d].get(stage, float('nan')):10.1f}" for d in devices)

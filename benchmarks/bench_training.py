@@ -16,6 +16,7 @@ allocator's peak on a GPU) is its own:
 * precisions: float32; bfloat16 autocast (CPUs with AVX512-BF16, and GPUs); float16 autocast with
   ``torch.compile`` on a GPU (the reference's mixed precision).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,8 @@ import numpy as np
 import torch
 
 from attention_paths.tasks.omniglot import data as om
-from attention_paths.tasks.omniglot.model import InContextTransformer
 from attention_paths.tasks.omniglot.episodes import sample_episodes
+from attention_paths.tasks.omniglot.model import InContextTransformer
 
 STEPS_PER_RUN = 41_240  # the paper's 10 epochs
 
@@ -47,8 +48,15 @@ def bench_cache():
             build = time.perf_counter() - t0
             t0 = time.perf_counter()
             om.load_split(split, cache_dir=tmp)
-            rows.append((split, s.images.shape[0], build, time.perf_counter() - t0,
-                         os.path.getsize(os.path.join(tmp, f"omniglot32_{split}.npz")) / 2**20))
+            rows.append(
+                (
+                    split,
+                    s.images.shape[0],
+                    build,
+                    time.perf_counter() - t0,
+                    os.path.getsize(os.path.join(tmp, f"omniglot32_{split}.npz")) / 2**20,
+                )
+            )
     return rows
 
 
@@ -92,12 +100,20 @@ def bench_one(device: str, forward: str, precision: str, steps: int, batch: int 
 
 
 def configurations():
-    rows = [("cpu", "layer-wise", "float32", False), ("cpu", "path", "float32", False), ("cpu", "path", "float32", True),
-            ("cpu", "path", "bfloat16", False)]
+    rows = [
+        ("cpu", "layer-wise", "float32", False),
+        ("cpu", "path", "float32", False),
+        ("cpu", "path", "float32", True),
+        ("cpu", "path", "bfloat16", False),
+    ]
     if torch.cuda.is_available():
-        rows += [("cuda", "layer-wise", "float32", False), ("cuda", "path", "float32", False),
-                 ("cuda", "layer-wise", "float16", True), ("cuda", "path", "float16", True),
-                 ("cuda", "path", "bfloat16", True)]
+        rows += [
+            ("cuda", "layer-wise", "float32", False),
+            ("cuda", "path", "float32", False),
+            ("cuda", "layer-wise", "float16", True),
+            ("cuda", "path", "float16", True),
+            ("cuda", "path", "bfloat16", True),
+        ]
     return rows
 
 
@@ -112,26 +128,36 @@ def main():
         dt, peak = bench_one(dev, fwd, prec, args.steps, compile_=comp == "1")
         print(json.dumps({"s_per_step": dt, "peak_mib": peak}))
         return
-    print(f"# Omniglot training benchmark, {platform.machine()}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} CPU threads"
-          + (f", GPU {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ""))
+    print(
+        f"# Omniglot training benchmark, {platform.machine()}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} CPU threads"
+        + (f", GPU {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else "")
+    )
     if not args.no_cache:
         print(f"{'split':<6} {'chars':>5} {'build [s]':>9} {'cached [s]':>10} {'size [MiB]':>10}")
         for split, n, build, cached, size in bench_cache():
             print(f"{split:<6} {n:5d} {build:9.2f} {cached:10.2f} {size:10.1f}", flush=True)
-    print(f"{'device':<6} {'forward':<11} {'precision':<9} {'compile':>7} {'s/step':>8} {'episodes/s':>10} "
-          f"{'peak MiB':>8} {'10 epochs [h]':>13}")
+    print(
+        f"{'device':<6} {'forward':<11} {'precision':<9} {'compile':>7} {'s/step':>8} {'episodes/s':>10} "
+        f"{'peak MiB':>8} {'10 epochs [h]':>13}"
+    )
     for dev, fwd, prec, comp in configurations():
         steps = max(2, args.steps // 4) if fwd == "layer-wise" and dev == "cpu" else args.steps
-        out = subprocess.run([sys.executable, __file__, "--steps", str(steps), "--one", dev, fwd, prec,
-                              "1" if comp else "0"], capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--steps", str(steps), "--one", dev, fwd, prec, "1" if comp else "0"],
+            capture_output=True,
+            text=True,
+        )
         if out.returncode:
             print(f"{dev:<6} {fwd:<11} {prec:<9} {str(comp):>7}   failed: {out.stderr.strip().splitlines()[-1]}")
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
         dt = r["s_per_step"]
-        print(f"{dev:<6} {fwd:<11} {prec:<9} {str(comp):>7} {dt:8.3f} {128 / dt:10.0f} {r['peak_mib']:8.0f} "
-              f"{STEPS_PER_RUN * dt / 3600:13.2f}", flush=True)
+        print(
+            f"{dev:<6} {fwd:<11} {prec:<9} {str(comp):>7} {dt:8.3f} {128 / dt:10.0f} {r['peak_mib']:8.0f} "
+            f"{STEPS_PER_RUN * dt / 3600:13.2f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

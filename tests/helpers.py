@@ -1,11 +1,12 @@
 """Random instances shared by the unit tests (spec T§16: unequal widths, variances and heads)."""
+
 from __future__ import annotations
 
 import numpy as np
 import torch
 
 import attention_paths as ap
-from attention_paths.tasks import toy
+from attention_paths.tasks import oneshot, toy
 
 
 def random_layers(n0=7, heads=(2, 3), seed=0, beta=1.5):
@@ -45,3 +46,20 @@ def torch_reduced_action(Us, feats, y, tau, arch):
     K = torch.einsum("pia,ab,qib->pq", Xf, Us[0], Xf) + tau * torch.eye(len(y), dtype=torch.float64)
     S = S + torch.logdet(K) + yt @ torch.linalg.solve(K, yt)
     return S
+
+
+def synthetic_oneshot_data(rng, P=40, n=30):
+    """Features with a label-carrying direction in a few paths, so that the theory has something to find."""
+
+    def feats(m):
+        y = np.where(np.arange(m) < m // 2, 1.0, -1.0)
+        X = rng.standard_normal((m, 12, 16)) / np.sqrt(12 * 16)
+        X[:, 0, 5] += 0.6 * y / np.sqrt(12 * 16)
+        X[:, 0, 9] += 0.4 * y / np.sqrt(12 * 16)
+        return X, y
+
+    features, ys = {}, {}
+    for name in ("train",) + oneshot.EVAL_SETS:
+        features[name], ys[name] = feats(P if name == "train" else n)
+    outputs = {k: v + 0.1 for k, v in ys.items()}
+    return oneshot.OneShotData(features, ys, outputs, np.eye(16), {"synthetic": True})

@@ -1,5 +1,6 @@
 """The package's layers: every import at the top of its file, each layer importing only from the layers
 below it, and no import cycle between modules (issue 17)."""
+
 import ast
 from pathlib import Path
 
@@ -72,8 +73,7 @@ def test_the_layout_has_the_layers():
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_import_inside_a_function(module):
-    found = [(t, line) for t, line in INNER[module]
-             if (_layer(module), t.split(".")[0]) not in FUNCTION_LEVEL]
+    found = [(t, line) for t, line in INNER[module] if (_layer(module), t.split(".")[0]) not in FUNCTION_LEVEL]
     assert not found, f"{module} imports inside functions: {found}"
 
 
@@ -104,7 +104,7 @@ def test_no_import_cycle():
             if n not in MODULES or n == "attention_paths":
                 continue  # every module imports the package's __init__ first; it imports base and theory only
             if state.get(n) == "open":
-                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(n):] + [n]))
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(n) :] + [n]))
             if n not in state:
                 dfs(n)
         stack.pop()

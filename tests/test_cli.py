@@ -1,4 +1,5 @@
 """The command line validates its arguments before computing (issue 18, group 3)."""
+
 import os
 import subprocess
 import sys
@@ -48,6 +49,10 @@ def test_max_steps_must_be_positive(tmp_path, capsys, steps):
 
 
 def test_cli_runs_as_a_module_and_reports_usage_errors(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "attention_paths", "reproduce", "--only", ",", "--out",
-                          str(tmp_path / "x")], capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "attention_paths", "reproduce", "--only", ",", "--out", str(tmp_path / "x")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert out.returncode == 2 and "names no stage" in out.stderr

@@ -19,6 +19,7 @@ Typical use::
     res = ap.solve(action)                                           # res.U is the order parameter
     pred = ap.predict(res.U, feats, y, tau, feats_test)              # mean and variance
 """
+
 from attention_paths.base.version import __version__
 from attention_paths.theory.action import Action, NotPositiveDefiniteError, Packing, closed_form_ua, partial_trace
 from attention_paths.theory.architecture import Architecture
@@ -26,34 +27,60 @@ from attention_paths.theory.attention import AttentionLayer, QKFormHeads, WFormH
 from attention_paths.theory.kernels import PathKernel, gp_kernel, path_kernel, renormalized_kernel
 from attention_paths.theory.network import AttentionPathNetwork
 from attention_paths.theory.paths import (
-                                          n_paths,
-                                          path_features,
-                                          path_index,
-                                          path_inputs,
-                                          path_labels,
-                                          path_list,
-                                          path_vectors,
+    n_paths,
+    path_features,
+    path_index,
+    path_inputs,
+    path_labels,
+    path_list,
+    path_vectors,
 )
 from attention_paths.theory.predictor import (
-                                          Prediction,
-                                          accuracy,
-                                          generalization_error,
-                                          kernel_alignment,
-                                          kernel_target_alignment,
-                                          predict,
+    Prediction,
+    accuracy,
+    generalization_error,
+    kernel_alignment,
+    kernel_target_alignment,
+    predict,
 )
 from attention_paths.theory.scores import head_labels, head_scores, silence_heads
 from attention_paths.theory.solver import SolverError, SolveResult, solve, solve_continuation
 
 __all__ = [
-    "Action", "NotPositiveDefiniteError", "Packing", "closed_form_ua", "partial_trace",
+    "Action",
+    "NotPositiveDefiniteError",
+    "Packing",
+    "closed_form_ua",
+    "partial_trace",
     "Architecture",
-    "AttentionLayer", "QKFormHeads", "WFormHeads", "readout_vector",
-    "PathKernel", "gp_kernel", "path_kernel", "renormalized_kernel",
+    "AttentionLayer",
+    "QKFormHeads",
+    "WFormHeads",
+    "readout_vector",
+    "PathKernel",
+    "gp_kernel",
+    "path_kernel",
+    "renormalized_kernel",
     "AttentionPathNetwork",
-    "n_paths", "path_features", "path_index", "path_inputs", "path_labels", "path_list", "path_vectors",
-    "Prediction", "accuracy", "generalization_error", "kernel_alignment", "kernel_target_alignment", "predict",
-    "head_labels", "head_scores", "silence_heads",
-    "SolveResult", "SolverError", "solve", "solve_continuation",
+    "n_paths",
+    "path_features",
+    "path_index",
+    "path_inputs",
+    "path_labels",
+    "path_list",
+    "path_vectors",
+    "Prediction",
+    "accuracy",
+    "generalization_error",
+    "kernel_alignment",
+    "kernel_target_alignment",
+    "predict",
+    "head_labels",
+    "head_scores",
+    "silence_heads",
+    "SolveResult",
+    "SolverError",
+    "solve",
+    "solve_continuation",
     "__version__",
 ]

@@ -1,4 +1,5 @@
 """Command line: ``python -m attention_paths <experiment> --scale {quick,paper} --out DIR``."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,45 +18,86 @@ from attention_paths.tasks.omniglot.training import config_for, format_history, 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attention_paths", description=__doc__)
-    parser.add_argument("experiment", choices=sorted(EXPERIMENTS) + ["omniglot-train", "reproduce"],
-                        help="which experiment to run; `reproduce` runs every experiment as resumable stages")
-    parser.add_argument("--scale", choices=["quick", "paper"], default=None,
-                        help="problem sizes (default: $REPRO_SCALE or quick)")
+    parser.add_argument(
+        "experiment",
+        choices=sorted(EXPERIMENTS) + ["omniglot-train", "reproduce"],
+        help="which experiment to run; `reproduce` runs every experiment as resumable stages",
+    )
+    parser.add_argument(
+        "--scale", choices=["quick", "paper"], default=None, help="problem sizes (default: $REPRO_SCALE or quick)"
+    )
     parser.add_argument("--out", default=None, help="output folder (default: out/<experiment>-<scale>)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    parser.add_argument("--save-samples", action="store_true",
-                        help="also write every posterior-sampling run whole (large files)")
-    parser.add_argument("--cpu-devices", type=int, default=None,
-                        help="expose this many CPU devices to JAX so that sampling chains run in parallel "
-                             "(default: min(number of CPUs, 8); must be set before JAX starts)")
-    parser.add_argument("--max-steps", type=int, default=None,
-                        help="omniglot-train: stop after this many steps (resume later with the same --out)")
-    parser.add_argument("--precision", choices=["auto", "float32", "bfloat16", "float16"], default="auto",
-                        help="omniglot-train: auto = 16-bit mixed precision on a GPU, float32 on a CPU; bfloat16 "
-                             "autocast is about 2x faster on CPUs with AVX512-BF16")
-    parser.add_argument("--network", choices=["quick", "paper"], default=None,
-                        help="omniglot-theory, pruning: which trained network (default: the one of --scale)")
+    parser.add_argument(
+        "--save-samples", action="store_true", help="also write every posterior-sampling run whole (large files)"
+    )
+    parser.add_argument(
+        "--cpu-devices",
+        type=int,
+        default=None,
+        help="expose this many CPU devices to JAX so that sampling chains run in parallel "
+        "(default: min(number of CPUs, 8); must be set before JAX starts)",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="omniglot-train: stop after this many steps (resume later with the same --out)",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=["auto", "float32", "bfloat16", "float16"],
+        default="auto",
+        help="omniglot-train: auto = 16-bit mixed precision on a GPU, float32 on a CPU; bfloat16 "
+        "autocast is about 2x faster on CPUs with AVX512-BF16",
+    )
+    parser.add_argument(
+        "--network",
+        choices=["quick", "paper"],
+        default=None,
+        help="omniglot-theory, pruning: which trained network (default: the one of --scale)",
+    )
     parser.add_argument("--no-sample", action="store_true", help="omniglot-theory: skip posterior sampling")
-    parser.add_argument("--sampling", default=None, metavar="CHAINS,WARMUP,SAMPLES",
-                        help="omniglot-theory: override the scale's sampling budget, e.g. 2,100,100")
-    parser.add_argument("--sampler", choices=["rao-blackwell", "full"], default=None,
-                        help="omniglot-theory, reproduce: posterior sampler (default: the scale's; paper: full-weight "
-                             "NUTS, quick: Rao-Blackwellised)")
-    parser.add_argument("--device", default="auto",
-                        help="where the theory's low-rank kernel products run: auto (a CUDA GPU through torch when "
-                             "there is one), numpy, or a torch device; sets ATTENTION_PATHS_DEVICE (sampling uses "
-                             "JAX's default device, training torch's GPU when there is one)")
+    parser.add_argument(
+        "--sampling",
+        default=None,
+        metavar="CHAINS,WARMUP,SAMPLES",
+        help="omniglot-theory: override the scale's sampling budget, e.g. 2,100,100",
+    )
+    parser.add_argument(
+        "--sampler",
+        choices=["rao-blackwell", "full"],
+        default=None,
+        help="omniglot-theory, reproduce: posterior sampler (default: the scale's; paper: full-weight "
+        "NUTS, quick: Rao-Blackwellised)",
+    )
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="where the theory's low-rank kernel products run: auto (a CUDA GPU through torch when "
+        "there is one), numpy, or a torch device; sets ATTENTION_PATHS_DEVICE (sampling uses "
+        "JAX's default device, training torch's GPU when there is one)",
+    )
     rp = parser.add_argument_group("reproduce")
-    rp.add_argument("--workers", type=int, default=1,
-                    help="reproduce: run independent stages on a local Dask cluster of this many worker processes "
-                         "(1: serially in this process)")
-    rp.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                    help="reproduce: address of a running Dask scheduler (e.g. tcp://host:8786) to run the stages on")
+    rp.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="reproduce: run independent stages on a local Dask cluster of this many worker processes "
+        "(1: serially in this process)",
+    )
+    rp.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="reproduce: address of a running Dask scheduler (e.g. tcp://host:8786) to run the stages on",
+    )
     rp.add_argument("--only", default=None, metavar="STAGE,...", help="reproduce: these stages and what they need")
     rp.add_argument("--force", default="", metavar="STAGE,...", help="reproduce: recompute these stages")
     rp.add_argument("--status", action="store_true", help="reproduce: print each stage's state and exit")
-    rp.add_argument("--retrain", action="store_true",
-                    help="reproduce: train the network even when a committed checkpoint exists")
+    rp.add_argument(
+        "--retrain", action="store_true", help="reproduce: train the network even when a committed checkpoint exists"
+    )
     args = parser.parse_args(argv)
     config.set_theory_device(args.device)
     # JAX starts on the first sampling call (attention_paths.sampling loads it lazily), after this
@@ -71,27 +113,46 @@ def main(argv=None) -> int:
     for name in ("only", "force"):
         value = getattr(args, name)
         if value is not None and (value or name == "only") and not [v for v in value.split(",") if v.strip()]:
-            parser.error(f"--{name} names no stage ({value!r}); give stage names separated by commas, "
-                         "see --status for the list")
+            parser.error(
+                f"--{name} names no stage ({value!r}); give stage names separated by commas, see --status for the list"
+            )
     problem = _unusable_out(out, must_write=not (args.experiment == "reproduce" and args.status))
     if problem:
         parser.error(problem)
     if args.experiment == "reproduce":
         return _reproduce(args, scale, out, parser)
     if args.experiment == "omniglot-train":
-        summary = train(config_for(scale), out, progress=not args.quiet, max_steps=args.max_steps,
-                        precision=args.precision)
+        summary = train(
+            config_for(scale), out, progress=not args.quiet, max_steps=args.max_steps, precision=args.precision
+        )
         print(format_history(summary))
         written = [f"{out}/{f}" for f in ("summary.json", "last.pt", "best.pt") if os.path.exists(os.path.join(out, f))]
         print(f"wrote {', '.join(written)}", file=sys.stderr)
         return 0
     budget = _sampling_budget(args, parser)
-    options = {"omniglot-theory": {"network": args.network, "sample": not args.no_sample, "budget": budget},
-               "pruning": {"network": args.network}}.get(args.experiment, {})
-    summary = run_experiment(args.experiment, scale, out, progress=not args.quiet, save_samples=args.save_samples,
-                             **options)
-    skip = ("per_width", "provenance", "seed_sets", "sampled", "grid_accuracy", "solver", "data", "config", "pairs",
-            "stability", "singles", "combinations", "reference_combinations", "theory_side")
+    options = {
+        "omniglot-theory": {"network": args.network, "sample": not args.no_sample, "budget": budget},
+        "pruning": {"network": args.network},
+    }.get(args.experiment, {})
+    summary = run_experiment(
+        args.experiment, scale, out, progress=not args.quiet, save_samples=args.save_samples, **options
+    )
+    skip = (
+        "per_width",
+        "provenance",
+        "seed_sets",
+        "sampled",
+        "grid_accuracy",
+        "solver",
+        "data",
+        "config",
+        "pairs",
+        "stability",
+        "singles",
+        "combinations",
+        "reference_combinations",
+        "theory_side",
+    )
     print(json.dumps({k: v for k, v in summary.items() if k not in skip}, indent=2, default=str))
     print(f"wrote {out}/summary.json and {out}/arrays.npz", file=sys.stderr)
     return 0
@@ -142,8 +203,7 @@ def _reproduce(args, scale, out, parser) -> int:
         if args.scheduler:
             client = Client(args.scheduler)
         else:
-            cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=":0")
+            cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0")
             client = Client(cluster)
         print(f"running on Dask: {client}", file=sys.stderr)
     try:

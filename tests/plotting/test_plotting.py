@@ -1,4 +1,5 @@
 """Shared figure style and on-demand PDF/SVG export (attention_paths.plotting)."""
+
 import xml.etree.ElementTree as ET
 
 import matplotlib
@@ -21,12 +22,12 @@ def fig():
 
 
 def test_export_writes_pdf_and_svg(fig, tmp_path, monkeypatch):
-    out = tmp_path / "figs"                      # created on demand
+    out = tmp_path / "figs"  # created on demand
     monkeypatch.setenv("REPRO_FIGURES", str(out))
     size = tuple(fig.get_size_inches())
     paths = plotting.export(fig, "fig-test")
     assert sorted(p.name for p in paths) == ["fig-test.pdf", "fig-test.svg"]
-    assert sorted(p.name for p in out.iterdir()) == ["fig-test.pdf", "fig-test.svg"]   # no temporary left
+    assert sorted(p.name for p in out.iterdir()) == ["fig-test.pdf", "fig-test.svg"]  # no temporary left
     assert (out / "fig-test.pdf").read_bytes().startswith(b"%PDF")
     root = ET.parse(out / "fig-test.svg").getroot()
     assert root.tag.rsplit("}", 1)[-1] == "svg"
@@ -53,7 +54,7 @@ def test_export_rejects_bad_names(fig, tmp_path, monkeypatch, name):
     with pytest.raises(ValueError, match="figure name"):
         plotting.export(fig, name)
     monkeypatch.delenv("REPRO_FIGURES")
-    with pytest.raises(ValueError, match="figure name"):      # checked also when exporting is off
+    with pytest.raises(ValueError, match="figure name"):  # checked also when exporting is off
         plotting.export(fig, name)
     assert list(tmp_path.iterdir()) == []
 
@@ -73,12 +74,12 @@ def test_failing_save_leaves_nothing(fig, tmp_path, monkeypatch, failing):
     monkeypatch.setattr(fig, "savefig", savefig)
     with pytest.raises(RuntimeError, match="disk full"):
         plotting.export(fig, "fig-broken")
-    assert list(tmp_path.iterdir()) == []     # neither final names nor temporaries
+    assert list(tmp_path.iterdir()) == []  # neither final names nor temporaries
 
 
 @pytest.fixture
 def restore_rc():
-    with matplotlib.rc_context():       # the style must not leak into other tests
+    with matplotlib.rc_context():  # the style must not leak into other tests
         yield
 
 
@@ -128,7 +129,7 @@ def test_export_is_quiet_and_readable(fig, tmp_path, monkeypatch, capfd, caplog)
     old = os.umask(0o022)
     try:
         with matplotlib.rc_context():
-            plotting.use_style()                       # pdf.fonttype 42: fonts subset by fontTools
+            plotting.use_style()  # pdf.fonttype 42: fonts subset by fontTools
             for p in plotting.export(fig, "fig-quiet"):
                 assert stat.S_IMODE(p.stat().st_mode) == 0o644
     finally:

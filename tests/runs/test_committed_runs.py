@@ -1,12 +1,15 @@
 """The committed paper-network runs under data/: consistent with the committed network, with the settings
 they claim, and with their own arrays (the numbers the chapters show can be recomputed from them)."""
+
+import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from attention_paths.tasks import oneshot, pruning
 from attention_paths.runs import results
+from attention_paths.tasks import hmc, oneshot, pruning
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 NETWORK_SHA = json.loads((DATA / "omniglot-paper" / "record.json").read_text())["exported"]["sha256"]
@@ -79,3 +82,30 @@ def test_damaged_committed_runs_are_refused(tmp_path, pruning_run):
     (tmp_path / "run" / "summary.json").write_text(json.dumps(summary))
     with pytest.raises(ValueError, match="does not match"):
         results.load_run(tmp_path / "run", "pruning")
+
+
+def test_hmc_paper_run_is_complete_mixed_and_agrees_with_a_fresh_theory():
+    """data/hmc-paper: its files match their record, every chain mixed, its config is the paper scale's, and its
+    theory numbers are those this code computes on the reference's inputs (a fresh solve at N = 10)."""
+    folder = DATA / "hmc-paper"
+    record = json.loads((folder / "record.json").read_text())
+    for name, sha in record["files_sha256"].items():
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == sha, name
+    run = results.load_run(folder, "hmc")
+    paper = hmc.HMC_EXPERIMENT["paper"]
+    assert run["config"]["sampler"]["num_chains"] >= 4 and run["config"]["sampler"]["num_samples"] >= 500
+    keys = {(e["network"], e["N"], e["kind"]) for e in run["sampled"].values()}
+    for net in ("main", "noisy"):
+        assert {(net, N, "rao-blackwell") for N in paper["sampling"][net]["rb"]} <= keys
+        assert {(net, N, "full") for N in paper["sampling"][net]["full"]} <= keys
+    for e in run["sampled"].values():
+        assert e["diagnostics"]["rhat_U_max"] <= 1.05 and e["diagnostics"]["ess_bulk_U_min"] >= 400
+        assert e["arrays"]["mean"].shape == (run["config"]["P_test"],)
+        y = np.sign(e["arrays"]["mean"])  # the stored accuracy is that of the stored posterior means
+        assert np.isfinite(y).all()
+    ref = run["seed_sets"][0]
+    assert ref["generator"] == "torch-reference"
+    task = hmc.make_hmc_task("main", hmc.HMCSeeds.reference(), paper["P"], paper["P_test"])
+    sw = hmc.theory_sweep(task, (10,), paper["tau"])
+    assert abs(sw["accuracy"][0] - ref["main"][0]["accuracy_percent"]) < 1e-9
+    np.testing.assert_allclose(sw["U"][0], np.asarray(ref["main"][0]["U"]), atol=1e-6)

@@ -1,17 +1,19 @@
 """Staged runs (issue 9): skipping, invalidation, corruption recovery, and the Dask parallel path."""
+
 import json
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-from attention_paths.runs import pipeline as pl
-from attention_paths.base.io import load_npz
-from attention_paths.base import provenance
-from attention_paths.runs import claims as cl
-from attention_paths.runs import results
+from helpers import synthetic_oneshot_data
 from toy_stages import toy_source, toy_stages
+
+from attention_paths.base import provenance
+from attention_paths.base.io import load_npz
+from attention_paths.runs import claims as cl
+from attention_paths.runs import pipeline as pl
+from attention_paths.runs import results, stages
 
 
 def _records(out):
@@ -28,7 +30,7 @@ def test_runs_then_skips_everything(tmp_path):
     assert set(_statuses(first).values()) == {"ran"}
     z = load_npz(tmp_path / "merge" / "z.npz")["z"]
     x = load_npz(tmp_path / "source" / "x.npz")["x"]
-    np.testing.assert_array_equal(z, np.stack([x ** 2 + s for s in (0.0, 1.0, 2.0, 3.0)]))
+    np.testing.assert_array_equal(z, np.stack([x**2 + s for s in (0.0, 1.0, 2.0, 3.0)]))
     mtimes = {n: (tmp_path / n / results.RECORD).stat().st_mtime_ns for n in first}
     second = pl.run_pipeline(stages, tmp_path, progress=False)
     assert set(_statuses(second).values()) == {"skipped"}
@@ -42,11 +44,18 @@ def test_changed_settings_rerun_the_stage_and_its_dependants_only(tmp_path):
     changed = toy_stages(shifts=(0.0, 1.0, 2.5, 3.0))
     assert results.stage_state(tmp_path / "part-2", pl.stage_keys(changed)["part-2"])[0] == "stale"
     res = _statuses(pl.run_pipeline(changed, tmp_path, progress=False))
-    assert res == {"source": "skipped", "part-0": "skipped", "part-1": "skipped", "part-2": "ran",
-                   "part-3": "skipped", "merge": "ran"}
+    assert res == {
+        "source": "skipped",
+        "part-0": "skipped",
+        "part-1": "skipped",
+        "part-2": "ran",
+        "part-3": "skipped",
+        "merge": "ran",
+    }
     new = {n: r["key"] for n, r in _records(tmp_path).items()}
-    assert [n for n in keys if keys[n] != new[n]] == ["merge", "part-2"] or \
-        sorted(n for n in keys if keys[n] != new[n]) == ["merge", "part-2"]
+    assert [n for n in keys if keys[n] != new[n]] == ["merge", "part-2"] or sorted(
+        n for n in keys if keys[n] != new[n]
+    ) == ["merge", "part-2"]
     # an upstream change invalidates everything below it
     res = _statuses(pl.run_pipeline(toy_stages(seed=1, shifts=(0.0, 1.0, 2.5, 3.0)), tmp_path, progress=False))
     assert set(res.values()) == {"ran"}
@@ -108,7 +117,9 @@ def test_a_failing_stage_leaves_nothing_half_written(tmp_path):
     with pytest.raises(RuntimeError, match="on purpose"):
         pl.run_pipeline(stages, tmp_path, progress=False)
     assert not (tmp_path / "bad").exists()
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".") and p.name != results.LOCK]  # the lock file stays, unlocked
+    assert not [
+        p for p in tmp_path.iterdir() if p.name.startswith(".") and p.name != results.LOCK
+    ]  # the lock file stays, unlocked
     assert results.stage_state(tmp_path / "source")[0] == "done"  # finished stages stay and are reused
 
 
@@ -135,8 +146,10 @@ def test_local_cluster_of_two_workers_matches_the_serial_path(tmp_path):
     distributed = pytest.importorskip("distributed")
     stages = toy_stages(n=5000, shifts=(0.0, 0.5, 1.0, 1.5, 2.0, 2.5))
     pl.run_pipeline(stages, tmp_path / "serial", progress=False)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
-            distributed.Client(cl) as client:
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl,
+        distributed.Client(cl) as client,
+    ):
         res = pl.run_pipeline(stages, tmp_path / "parallel", client=client, progress=False)
         assert set(_statuses(res).values()) == {"ran"}
         pids = {r["process"]["pid"] for r in _records(tmp_path / "parallel").values()}
@@ -154,9 +167,7 @@ def test_local_cluster_of_two_workers_matches_the_serial_path(tmp_path):
 
 # ------------------------------------------------------------------------------------------ the reproduction
 def _oneshot_data():
-    from test_oneshot import _synthetic_data
-
-    return _synthetic_data(np.random.default_rng(5))
+    return synthetic_oneshot_data(np.random.default_rng(5))
 
 
 def test_oneshot_extraction_round_trip_and_damage(tmp_path):
@@ -255,9 +266,11 @@ def test_chapters_render_from_a_results_folder(tmp_path, monkeypatch, capsys):
 
 def test_claim_records_feed_the_map(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_PATHS_CLAIMS", str(tmp_path))
-    claims = [{"id": "A1", "claim": "x grows", "passed": True, "detail": "x: 1 -> 2"},
-              {"id": "A2", "claim": "y | z", "passed": False, "detail": "y 3"},
-              {"id": "A3", "claim": "w", "passed": False, "detail": "w 0"}]
+    claims = [
+        {"id": "A1", "claim": "x grows", "passed": True, "detail": "x: 1 -> 2"},
+        {"id": "A2", "claim": "y | z", "passed": False, "detail": "y 3"},
+        {"id": "A3", "claim": "w", "passed": False, "detail": "w 0"},
+    ]
     with pytest.raises(AssertionError, match="A3"):
         cl.assert_claims(claims, {"A2": "known"}, chapter="demo", scale="quick")
     records = cl.load_claim_records("quick")  # recorded before asserting
@@ -289,15 +302,16 @@ def test_readorder_extension_moves_pages_last():
 
 def test_stored_hmc_result_keeps_the_headline_task_whole():
     from attention_paths.tasks.hmc import HMCTask
-    from attention_paths.runs.stages import _slim_hmc
 
     def task():
         z = np.zeros((3, 2))
         return HMCTask("main", np.ones((4, 5, 6)), z, np.ones((7, 5, 6)), z, [], z, ("g",), z, z, z, z)
 
-    res = {"sets": [{"k": k, "main": task(), "noisy": task(), "sweep": {"accuracy": [k]}} for k in range(3)],
-           "config": {}}
-    slim = _slim_hmc(res)
+    res = {
+        "sets": [{"k": k, "main": task(), "noisy": task(), "sweep": {"accuracy": [k]}} for k in range(3)],
+        "config": {},
+    }
+    slim = stages.slim_hmc_result(res)
     assert slim["sets"][0]["main"].x_test.shape == (7, 5, 6)  # the chapter's data figure uses it
     assert all(s["main"].x_test.size == 0 and s["noisy"].x_train.size == 0 for s in slim["sets"][1:])
     assert [s["sweep"] for s in slim["sets"]] == [s["sweep"] for s in res["sets"]]
@@ -310,7 +324,7 @@ def test_a_recomputed_stage_with_new_output_reruns_its_dependants(tmp_path):
     res = _statuses(pl.run_pipeline(stages, tmp_path, force=["source"], progress=False))
     assert set(res.values()) == {"ran"}  # new x: every part and the merge follow
     x = load_npz(tmp_path / "source" / "x.npz")["x"]
-    np.testing.assert_array_equal(load_npz(tmp_path / "part-0" / "y.npz")["y"], x ** 2)
+    np.testing.assert_array_equal(load_npz(tmp_path / "part-0" / "y.npz")["y"], x**2)
     det = toy_stages()  # deterministic: forcing reproduces the same bytes, nothing below reruns
     pl.run_pipeline(det, tmp_path / "det", progress=False)
     res = _statuses(pl.run_pipeline(det, tmp_path / "det", force=["source"], progress=False))
@@ -318,7 +332,7 @@ def test_a_recomputed_stage_with_new_output_reruns_its_dependants(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ issue 18, group 1
-_SLOW_RUN = '''
+_SLOW_RUN = """
 import os, sys, time
 from attention_paths.runs.pipeline import Stage, run_pipeline
 from attention_paths.base.io import atomic_savez
@@ -338,7 +352,7 @@ def slow(ctx):
 if __name__ == "__main__":
     run_pipeline([Stage("slow", slow, {"v": 1})], sys.argv[1], progress=False)
     print("finished")
-'''
+"""
 
 
 def test_two_processes_on_one_results_folder(tmp_path):
@@ -352,8 +366,9 @@ def test_two_processes_on_one_results_folder(tmp_path):
     script.write_text(_SLOW_RUN)
     out = tmp_path / "out"
     go = tmp_path / "go"  # the first run holds the folder until the second has been refused
-    first = subprocess.Popen([sys.executable, str(script), str(out), str(go)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [sys.executable, str(script), str(out), str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.time() + 60
     while not list(out.glob(".slow.tmp-*")) and time.time() < deadline:
         time.sleep(0.1)
@@ -364,7 +379,10 @@ def test_two_processes_on_one_results_folder(tmp_path):
     stdout, stderr = first.communicate(timeout=120)
     assert first.returncode == 0 and "finished" in stdout, stderr
     state, _ = results.stage_state(out / "slow")
-    assert state == "done" and set(json.loads((out / "slow" / results.RECORD).read_text())["files"]) == {"a.npz", "b.npz"}
+    assert state == "done" and set(json.loads((out / "slow" / results.RECORD).read_text())["files"]) == {
+        "a.npz",
+        "b.npz",
+    }
     # the lock died with the process: a third run may proceed (and skips the done stage)
     third = subprocess.run([sys.executable, str(script), str(out), "0"], capture_output=True, text=True)
     assert third.returncode == 0, third.stderr
@@ -393,8 +411,9 @@ def test_a_killed_run_leaves_no_lock_and_its_leftovers_are_cleaned(tmp_path):
     assert results.stage_state(out / "slow")[0] == "done"
 
 
-@pytest.mark.parametrize("damage", ["bytes", "files-null", "files-empty", "files-list", "entry", "outside",
-                                    "not-object", "no-key"])
+@pytest.mark.parametrize(
+    "damage", ["bytes", "files-null", "files-empty", "files-list", "entry", "outside", "not-object", "no-key"]
+)
 def test_damaged_or_ill_formed_records_mean_corrupt(tmp_path, damage):
     stages = toy_stages(n=20, shifts=(0.0,))
     pl.run_pipeline(stages, tmp_path, progress=False)
@@ -403,10 +422,15 @@ def test_damaged_or_ill_formed_records_mean_corrupt(tmp_path, damage):
     if damage == "bytes":
         rec_path.write_bytes(b"\xff\xfe{" + rec_path.read_bytes()[3:])
     else:
-        bad = {"files-null": dict(rec, files=None), "files-empty": dict(rec, files={}),
-               "files-list": dict(rec, files=["x.npz"]), "entry": dict(rec, files={"x.npz": {"size": "big"}}),
-               "outside": dict(rec, files={"../x.npz": rec["files"]["x.npz"]}), "not-object": [rec],
-               "no-key": {k: v for k, v in rec.items() if k != "key"}}[damage]
+        bad = {
+            "files-null": dict(rec, files=None),
+            "files-empty": dict(rec, files={}),
+            "files-list": dict(rec, files=["x.npz"]),
+            "entry": dict(rec, files={"x.npz": {"size": "big"}}),
+            "outside": dict(rec, files={"../x.npz": rec["files"]["x.npz"]}),
+            "not-object": [rec],
+            "no-key": {k: v for k, v in rec.items() if k != "key"},
+        }[damage]
         rec_path.write_text(json.dumps(bad))
     keys = pl.stage_keys(stages)
     state, reason = results.stage_state(tmp_path / "source", keys["source"])

@@ -1,4 +1,5 @@
 """A small fan-out/merge pipeline for the pipeline's tests: one source, independent stages, one merge."""
+
 import numpy as np
 
 from attention_paths.base.io import atomic_savez, load_npz
@@ -27,7 +28,12 @@ def toy_merge(ctx: StageContext) -> dict:
 
 def toy_stages(n: int = 1000, seed: int = 0, shifts=(0.0, 1.0, 2.0, 3.0), power: int = 2) -> list[Stage]:
     """One source, ``len(shifts)`` independent stages reading it, one merge of them all."""
-    fan = [Stage(f"part-{i}", toy_square, {"power": power, "shift": float(s)}, deps=("source",))
-           for i, s in enumerate(shifts)]
-    return [Stage("source", toy_source, {"n": n, "seed": seed}), *fan,
-            Stage("merge", toy_merge, {}, deps=tuple(f.name for f in fan))]
+    fan = [
+        Stage(f"part-{i}", toy_square, {"power": power, "shift": float(s)}, deps=("source",))
+        for i, s in enumerate(shifts)
+    ]
+    return [
+        Stage("source", toy_source, {"n": n, "seed": seed}),
+        *fan,
+        Stage("merge", toy_merge, {}, deps=tuple(f.name for f in fan)),
+    ]

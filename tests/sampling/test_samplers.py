@@ -1,4 +1,5 @@
 """Posterior samplers against the theory and against each other (spec T§16.3, issue 3)."""
+
 import json
 import math
 import warnings
@@ -15,7 +16,7 @@ import jax.numpy as jnp  # noqa: E402
 from numpyro.infer.util import log_density  # noqa: E402
 
 from attention_paths.sampling import nuts  # noqa: E402
-from attention_paths.tasks import toy
+from attention_paths.tasks import toy  # noqa: E402
 
 TAU = 0.05
 BASE = toy.make_toy_problem(P=120, M=200, seed=0)
@@ -26,10 +27,8 @@ def _run(N, kind):
     prob = BASE.subset(2 * N)
     arch = ap.Architecture.uniform((2, 2), N)
     if kind == "rb":
-        return sp.sample_rao_blackwell(prob.features_train, prob.y_train, TAU, arch, prob.features_test,
-                                       config=CONFIG)
-    return sp.sample_full(prob.path_inputs("train"), prob.y_train, TAU, arch, prob.path_inputs("test"),
-                          config=CONFIG)
+        return sp.sample_rao_blackwell(prob.features_train, prob.y_train, TAU, arch, prob.features_test, config=CONFIG)
+    return sp.sample_full(prob.path_inputs("train"), prob.y_train, TAU, arch, prob.path_inputs("test"), config=CONFIG)
 
 
 def _theory(N):
@@ -102,10 +101,8 @@ def _short_run(prob, arch, cfg, kind):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sp.SamplingWarning)
         if kind == "rb":
-            return sp.sample_rao_blackwell(prob.features_train, prob.y_train, TAU, arch, prob.features_test,
-                                           config=cfg)
-        return sp.sample_full(prob.path_inputs("train"), prob.y_train, TAU, arch, prob.path_inputs("test"),
-                              config=cfg)
+            return sp.sample_rao_blackwell(prob.features_train, prob.y_train, TAU, arch, prob.features_test, config=cfg)
+        return sp.sample_full(prob.path_inputs("train"), prob.y_train, TAU, arch, prob.path_inputs("test"), config=cfg)
 
 
 def test_seeded_runs_are_reproducible_bit_for_bit():
@@ -147,8 +144,12 @@ def test_rao_blackwell_density_is_the_exact_marginal(mode):
         return prior - 0.5 * (ld + prob.y_train @ np.linalg.solve(K, prob.y_train))
 
     p1, p2 = draw(), draw()
-    l1 = float(log_density(nuts.rb_model, (), {"nll": nll, "arch": arch}, {k: jnp.asarray(v) for k, v in p1.items()})[0])
-    l2 = float(log_density(nuts.rb_model, (), {"nll": nll, "arch": arch}, {k: jnp.asarray(v) for k, v in p2.items()})[0])
+    l1 = float(
+        log_density(nuts.rb_model, (), {"nll": nll, "arch": arch}, {k: jnp.asarray(v) for k, v in p1.items()})[0]
+    )
+    l2 = float(
+        log_density(nuts.rb_model, (), {"nll": nll, "arch": arch}, {k: jnp.asarray(v) for k, v in p2.items()})[0]
+    )
     assert abs((l1 - l2) - (exact(p1) - exact(p2))) < 1e-9 * max(1.0, abs(l1 - l2))
 
 
@@ -160,8 +161,9 @@ def test_packed_and_lowrank_kernel_operations_agree():
     U, M = A @ A.T, M + M.T
     packed, low = nuts.KernelOps(X, mode="packed"), nuts.KernelOps(X, mode="lowrank")
     np.testing.assert_allclose(np.asarray(packed.kernel(jnp.asarray(U))), ap.renormalized_kernel(U, X), rtol=1e-12)
-    np.testing.assert_allclose(np.asarray(packed.contract(jnp.asarray(M))), np.asarray(low.contract(jnp.asarray(M))),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(packed.contract(jnp.asarray(M))), np.asarray(low.contract(jnp.asarray(M))), rtol=1e-12, atol=1e-12
+    )
     y = jnp.asarray(np.sign(rng.standard_normal(9)))
     g_p = jax.grad(nuts.marginal_nll(packed, y, 0.3))(jnp.asarray(U))
     g_l = jax.grad(nuts.marginal_nll(low, y, 0.3))(jnp.asarray(U))
@@ -175,8 +177,13 @@ def test_full_weight_forward_matches_the_torch_network(readout):
     net = ap.AttentionPathNetwork(layers, r, (5, 6, 7), (1.2, 0.8, 1.1, 0.6))
     net.sample_prior(torch.Generator().manual_seed(1))
     xi = ap.path_inputs(x, layers, r).numpy()
-    f = nuts.full_forward(jnp.asarray(net.V0.detach().numpy()), jnp.asarray(net.a.detach().numpy()),
-                         [jnp.asarray(V.detach().numpy()) for V in net.V], jnp.asarray(xi), [5, 6, 7])
+    f = nuts.full_forward(
+        jnp.asarray(net.V0.detach().numpy()),
+        jnp.asarray(net.a.detach().numpy()),
+        [jnp.asarray(V.detach().numpy()) for V in net.V],
+        jnp.asarray(xi),
+        [5, 6, 7],
+    )
     with torch.no_grad():
         np.testing.assert_allclose(np.asarray(f), net(x).numpy(), rtol=1e-12, atol=1e-13)
 
@@ -197,8 +204,9 @@ def test_bad_inputs_raise_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="test features"):
         sp.sample_rao_blackwell(prob.features_train, prob.y_train, TAU, arch, prob.features_test[:, :3])
     with pytest.raises(ValueError, match="paths"):
-        sp.sample_full(prob.path_inputs("train"), prob.y_train, TAU, ap.Architecture.uniform((2, 3), 5),
-                       prob.path_inputs("test"))
+        sp.sample_full(
+            prob.path_inputs("train"), prob.y_train, TAU, ap.Architecture.uniform((2, 3), 5), prob.path_inputs("test")
+        )
     with pytest.raises(ValueError, match="tau"):
         sp.sample_full(prob.path_inputs("train"), prob.y_train, -1.0, arch, prob.path_inputs("test"))
     bad = tmp_path / "broken.npz"

@@ -1,12 +1,13 @@
 """The hidden-Markov-chain task: generator statistics, heads, reference networks and the chapter's claims."""
+
 import warnings
 
 import numpy as np
 import pytest
 
 import attention_paths as ap
-from attention_paths.tasks import hmc
 from attention_paths.runs import results
+from attention_paths.tasks import hmc
 
 
 def _noise_free(states):
@@ -35,7 +36,7 @@ def test_embeddings_are_orthogonal_with_norm_200():
 def test_empirical_stay_probabilities_per_class():
     P = 4000
     _, y, s = hmc.make_sequences(P, seed=11)
-    stay = (s[:, 1:] == s[:, :-1])
+    stay = s[:, 1:] == s[:, :-1]
     n = stay[y > 0].size  # 58,000 transitions per class; standard error about 0.002
     assert stay[y > 0].mean() == pytest.approx(0.7, abs=5 * np.sqrt(0.21 / n))
     assert stay[y < 0].mean() == pytest.approx(0.3, abs=5 * np.sqrt(0.21 / n))
@@ -55,9 +56,9 @@ def test_noise_components_have_their_own_strengths():
     c_diff = np.einsum("i,pit->pt", e_diff, eta)
     out = eta - e_sum[None, :, None] * c_sum[:, None] - e_diff[None, :, None] * c_diff[:, None]
     n = c_sum.size  # 12,000 draws: relative standard error of a variance about 1.3%
-    assert c_sum.var() == pytest.approx(s_sum ** 2, rel=0.06)
-    assert c_diff.var() == pytest.approx(s_diff ** 2, rel=0.06)
-    assert (out ** 2).sum(1).mean() / 198 == pytest.approx(s_perp ** 2, rel=0.01)
+    assert c_sum.var() == pytest.approx(s_sum**2, rel=0.06)
+    assert c_diff.var() == pytest.approx(s_diff**2, rel=0.06)
+    assert (out**2).sum(1).mean() / 198 == pytest.approx(s_perp**2, rel=0.01)
     assert abs(np.corrcoef(c_sum.ravel(), c_diff.ravel())[0, 1]) < 5 / np.sqrt(n)
 
 
@@ -223,18 +224,24 @@ def test_reference_generator_reproduces_the_fixture():
     x, y, _ = hmc.make_sequences(100, 27, generator="torch-reference")
     close(x[0, 0:4, 1], [1.6084414935410303, 0.6338303416762094, 0.5846140926442436, 0.20068297823261472])
     close(x[99, 150:153, 30], [1.6333492036122481, 0.02391257303780906, -1.0511556829631015])
-    close([x.sum(), (x ** 2).sum()], [427198.1085637879, 1204455.9948538989])
+    close([x.sum(), (x**2).sum()], [427198.1085637879, 1204455.9948538989])
     xt, _, _ = hmc.make_sequences(1000, 59, generator="torch-reference")
     close([xt[:200].sum(), (xt[:200] ** 2).sum()], [855646.3757891245, 2408629.5421716701])
     xn, _, _ = hmc.make_sequences(100, 27, generator="torch-reference", sigma_perp=5.0)
     close(xn[0, 0:4, 1], [2.132522692442712, -2.740533066881391, -2.9866143120412207, -4.906269884099365])
-    close([xn.sum(), (xn ** 2).sum()], [427198.1085637879, 15471569.4458234757])
+    close([xn.sum(), (xn**2).sum()], [427198.1085637879, 15471569.4458234757])
     xnt, _, _ = hmc.make_sequences(1000, 59, generator="torch-reference", sigma_perp=5.0)
     close((xnt[:200] ** 2).sum(), 30905266.1680784822)
     s = np.arange(31)
-    om1 = WFormHeads(np.stack([hmc.good_head(), hmc.random_head(147, generator="torch-reference")])).attention(x).numpy()
+    om1 = (
+        WFormHeads(np.stack([hmc.good_head(), hmc.random_head(147, generator="torch-reference")])).attention(x).numpy()
+    )
     close([(om1[:, h] * s[None, :, None]).sum() for h in range(2)], [27123.764996441172, 47256.338216401025])
-    om2 = WFormHeads(np.stack([hmc.uniform_head(), hmc.random_head(247, generator="torch-reference")])).attention(x).numpy()
+    om2 = (
+        WFormHeads(np.stack([hmc.uniform_head(), hmc.random_head(247, generator="torch-reference")]))
+        .attention(x)
+        .numpy()
+    )
     close([(om2[:, h, :, -1] * s[None, :]).sum() for h in range(2)], [1500.0, 1533.746817316284])
     close(om1[0, 1, 0:3, -1], [2.8607760579952802e-08, 3.0686612285348523e-43, 2.7778715266174683e-53])
     for om in (om1, om2):  # exactly softmax-normalised over keys
@@ -253,8 +260,9 @@ def test_switching_generators_changes_only_the_draws():
     np.testing.assert_array_equal(ref.layers[1].W[0].numpy(), own.layers[1].W[0].numpy())
     assert not np.allclose(ref.layers[0].W[1].numpy(), own.layers[0].W[1].numpy())
     # the rest of the pipeline is the same function of the inputs: features from the task's own arrays
-    np.testing.assert_allclose(ref.features_train,
-                               ap.path_features(ap.path_inputs(ref.x_train, ref.layers, ref.readout)), rtol=1e-14)
+    np.testing.assert_allclose(
+        ref.features_train, ap.path_features(ap.path_inputs(ref.x_train, ref.layers, ref.readout)), rtol=1e-14
+    )
     noisy = hmc.make_hmc_task("noisy", hmc.HMCSeeds.reference(), P=20, P_test=20)
     np.testing.assert_array_equal(noisy.layers[0].W[1].numpy(), 0.0)  # eps = 0: the uniform head, no draws
     with pytest.raises(ValueError, match="generator"):

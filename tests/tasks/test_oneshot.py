@@ -1,16 +1,18 @@
 """The theory on top of the trained Omniglot transformer: hand-off, grid, temperature selection, saved runs."""
+
 import json
 
 import numpy as np
 import pytest
 import torch
+from helpers import synthetic_oneshot_data
 
 import attention_paths as ap
-from attention_paths.tasks.omniglot import data as om
-from attention_paths.tasks import oneshot as osh
-from attention_paths.tasks.omniglot.model import InContextTransformer
 from attention_paths.base.io import atomic_savez, atomic_write_json
 from attention_paths.runs import results
+from attention_paths.tasks import oneshot as osh
+from attention_paths.tasks.omniglot import data as om
+from attention_paths.tasks.omniglot.model import InContextTransformer
 
 
 def test_balanced_indices_order_and_shortage():
@@ -22,8 +24,10 @@ def test_balanced_indices_order_and_shortage():
 
 def test_select_temperatures_protocols_and_ties():
     taus = [0.1, 0.5, 1.0]
-    acc = {"val": np.array([[60.0, 70.0], [65.0, 70.0], [50.0, 71.0]]),
-           "test": np.array([[80.0, 50.0], [60.0, 55.0], [61.0, 52.0]])}
+    acc = {
+        "val": np.array([[60.0, 70.0], [65.0, 70.0], [50.0, 71.0]]),
+        "test": np.array([[80.0, 50.0], [60.0, 55.0], [61.0, 52.0]]),
+    }
     ours = osh.select_temperatures(acc, taus, "val")
     np.testing.assert_array_equal(ours["tau"], [0.5, 1.0])
     np.testing.assert_array_equal(ours["accuracy"]["test"], [60.0, 52.0])  # the test set never picks
@@ -46,30 +50,15 @@ def test_gd_order_parameter_is_the_gram_of_explicit_path_weights():
     np.testing.assert_allclose(osh.gd_order_parameter(net), (w @ w.T).numpy(), rtol=1e-10, atol=1e-12)
 
 
-def _synthetic_data(rng, P=40, n=30):
-    """Features with a label-carrying direction in a few paths, so that the theory has something to find."""
-    def feats(m):
-        y = np.where(np.arange(m) < m // 2, 1.0, -1.0)
-        X = rng.standard_normal((m, 12, 16)) / np.sqrt(12 * 16)
-        X[:, 0, 5] += 0.6 * y / np.sqrt(12 * 16)
-        X[:, 0, 9] += 0.4 * y / np.sqrt(12 * 16)
-        return X, y
-
-    features, ys = {}, {}
-    for name in ("train",) + osh.EVAL_SETS:
-        features[name], ys[name] = feats(P if name == "train" else n)
-    outputs = {k: v + 0.1 for k, v in ys.items()}
-    return osh.OneShotData(features, ys, outputs, np.eye(16), {"synthetic": True})
-
-
 def test_grid_continuation_matches_cold_solves_and_gp_limit():
-    data = _synthetic_data(np.random.default_rng(0))
+    data = synthetic_oneshot_data(np.random.default_rng(0))
     grid = osh.theory_grid(data, (10, 100000), (0.5, 0.1))
     assert grid["U"].shape == (2, 2, 16, 16) and list(grid["taus"]) == [0.1, 0.5]
     assert grid["solver"]["grad_max"].max() <= 1e-8
     for i, tau in enumerate(grid["taus"]):
-        cold = ap.solve(ap.Action(ap.PathKernel(data.features["train"]), data.y["train"], tau,
-                                  ap.Architecture.uniform((4, 4), 10)))
+        cold = ap.solve(
+            ap.Action(ap.PathKernel(data.features["train"]), data.y["train"], tau, ap.Architecture.uniform((4, 4), 10))
+        )
         np.testing.assert_allclose(grid["U"][i, 0], cold.U, atol=1e-5)
         assert np.abs(grid["U"][i, 1] - np.eye(16)).max() < 0.01  # N = 1e5: the GP point
         gp = osh.gp_line(data, [tau])
@@ -78,7 +67,7 @@ def test_grid_continuation_matches_cold_solves_and_gp_limit():
 
 
 def test_edge_scan_and_paired_predictions_agree_with_the_grid_and_the_selection():
-    data = _synthetic_data(np.random.default_rng(2))
+    data = synthetic_oneshot_data(np.random.default_rng(2))
     grid = osh.theory_grid(data, (10, 1000), (0.5,))
     edge = osh.edge_scan(data, 10, [0.5])  # a cold solve at a grid point gives the grid's accuracies
     gp = osh.gp_line(data, [0.5])
@@ -98,12 +87,13 @@ def test_edge_scan_and_paired_predictions_agree_with_the_grid_and_the_selection(
     np.testing.assert_allclose(osh.features_to_path_inputs(ap.path_features(xi)), xi, rtol=1e-13)
     with pytest.raises(ValueError, match="kind"):
         osh.with_budget({"sampler": {}}, {"kind": "gibbs"})
-    assert osh.with_budget({"sampler": {"num_chains": 2}, "kind": "rao-blackwell"},
-                           {"kind": "full", "num_chains": 4}) == {"sampler": {"num_chains": 4}, "kind": "full"}
+    assert osh.with_budget(
+        {"sampler": {"num_chains": 2}, "kind": "rao-blackwell"}, {"kind": "full", "num_chains": 4}
+    ) == {"sampler": {"num_chains": 4}, "kind": "full"}
 
 
 def test_run_summary_round_trip_and_damaged_files(tmp_path):
-    data = _synthetic_data(np.random.default_rng(1))
+    data = synthetic_oneshot_data(np.random.default_rng(1))
     res = osh.run_oneshot("quick", sample=False, data=data)
     assert res["panel"]["U"].shape == (16, 16)
     # the strong label paths (5 and 9: heads (1)2,(2)2 and (1)3,(2)2) get the largest diagonal entries
@@ -164,8 +154,9 @@ def test_extracted_features_reproduce_the_load_network():
     # the training episodes repeat the network's first training draws (same seed, same sampler)
     from attention_paths.tasks.omniglot.episodes import sample_episodes
 
-    first = sample_episodes(om.load_split("train").images, 128, np.random.default_rng(rec["config"]["seed"]),
-                            drawing_seed=0)
+    first = sample_episodes(
+        om.load_split("train").images, 128, np.random.default_rng(rec["config"]["seed"]), drawing_seed=0
+    )
     pos = np.flatnonzero(first.y > 0)[:10]
     x0 = net64.tokens(first.subset(pos))
     xi = ap.path_features(ap.path_inputs(x0.transpose(1, 2), net64.theory_layers(), np.full(48, 1 / 48)))
@@ -176,8 +167,10 @@ def test_extracted_features_reproduce_the_load_network():
 def test_assert_claims_expected_failures_must_stay_failures():
     from attention_paths.runs.claims import assert_claims, format_claims
 
-    claims = [{"id": "A", "claim": "a", "passed": True, "detail": "1"},
-              {"id": "B", "claim": "b", "passed": False, "detail": "2"}]
+    claims = [
+        {"id": "A", "claim": "a", "passed": True, "detail": "1"},
+        {"id": "B", "claim": "b", "passed": False, "detail": "2"},
+    ]
     assert "[FAIL] B: b" in format_claims(claims)
     assert_claims(claims, {"B": "known"})
     with pytest.raises(AssertionError, match="claims failed"):
@@ -194,9 +187,13 @@ def test_full_weight_sampling_of_the_oneshot_theory():
     the pipeline and follows the theory's predictions."""
     import warnings
 
-    data = _synthetic_data(np.random.default_rng(0))
-    sampling_cfg = {"widths": (10,), "tau": 0.5, "kind": "full",
-                    "sampler": dict(num_chains=2, num_warmup=60, num_samples=60, seed=0, chain_method="sequential")}
+    data = synthetic_oneshot_data(np.random.default_rng(0))
+    sampling_cfg = {
+        "widths": (10,),
+        "tau": 0.5,
+        "kind": "full",
+        "sampler": dict(num_chains=2, num_warmup=60, num_samples=60, seed=0, chain_method="sequential"),
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a deliberately short run
         smp = osh.sample_oneshot(data, {"sampling": sampling_cfg})[10]

@@ -1,12 +1,13 @@
 """Head pruning: scores, the path-sum form of a pruned network, combinations, statistics."""
+
 import numpy as np
 import pytest
 import torch
 
 import attention_paths as ap
 from attention_paths.tasks import pruning as pr
-from attention_paths.tasks.omniglot.model import InContextTransformer
 from attention_paths.tasks.omniglot.episodes import sample_episodes
+from attention_paths.tasks.omniglot.model import InContextTransformer
 
 
 def test_head_scores_of_a_hand_built_U():
@@ -86,7 +87,9 @@ def test_magnitude_scores_are_value_matrix_norms():
     s = pr.magnitude_scores(net)
     V = net.v[1].weight.detach().double().reshape(4, 8, 8)
     raw = [float(torch.linalg.norm(V[h])) for h in range(4)]
-    top = max(max(float(torch.linalg.norm(net.v[l].weight.detach().double().reshape(4, 8, 8)[h]))
-                  for h in range(4)) for l in range(2))
+    top = max(
+        max(float(torch.linalg.norm(net.v[l].weight.detach().double().reshape(4, 8, 8)[h])) for h in range(4))
+        for l in range(2)
+    )
     np.testing.assert_allclose(s[1], np.array(raw) / top, rtol=1e-12)
     assert max(x.max() for x in s) == pytest.approx(1.0)

@@ -74,9 +74,12 @@ def test_ua_closed_form_is_the_minimising_root():
 
     def S_of_ua(u):  # the U_a-dependent terms of S_ent
         return a.widths[-1] * (u / a.sigma2[-1] - np.log(u)) + a.widths[-2] * (
-            np.trace(UL) / (a.sigma2[-2] * u) + a.heads[-1] * np.log(u))
+            np.trace(UL) / (a.sigma2[-2] * u) + a.heads[-1] * np.log(u)
+        )
 
-    dS = a.widths[-1] * (1 / a.sigma2[-1] - 1 / Ua) + a.widths[-2] * (-np.trace(UL) / (a.sigma2[-2] * Ua**2) + a.heads[-1] / Ua)
+    dS = a.widths[-1] * (1 / a.sigma2[-1] - 1 / Ua) + a.widths[-2] * (
+        -np.trace(UL) / (a.sigma2[-2] * Ua**2) + a.heads[-1] / Ua
+    )
     assert abs(dS) <= 1e-12 * a.widths[-1] / Ua
     d2 = a.widths[-1] * np.sqrt(b * b + 4 * c) / (a.sigma2[-1] * Ua**2)
     h = 1e-4 * Ua
@@ -84,9 +87,14 @@ def test_ua_closed_form_is_the_minimising_root():
     assert abs((S_of_ua(Ua + h) - 2 * S_of_ua(Ua) + S_of_ua(Ua - h)) / h**2 - d2) <= 1e-5 * d2
 
 
-@pytest.mark.parametrize("heads,widths,sigma2", [((2, 3), (30, 40, 50), (0.7, 1.3, 0.9)),
-                                                 ((3, 2), (13, 7, 21), (1.4, 0.6, 2.0)),
-                                                 ((2, 1, 2), (5, 9, 4, 11), (0.8, 1.1, 1.7, 0.5))])
+@pytest.mark.parametrize(
+    "heads,widths,sigma2",
+    [
+        ((2, 3), (30, 40, 50), (0.7, 1.3, 0.9)),
+        ((3, 2), (13, 7, 21), (1.4, 0.6, 2.0)),
+        ((2, 1, 2), (5, 9, 4, 11), (0.8, 1.1, 1.7, 0.5)),
+    ],
+)
 def test_gp_point_is_stationary_for_the_entropy(heads, widths, sigma2):
     x, y, layers, r, feats = random_instance(heads, P=12)
     act = ap.Action(ap.PathKernel(feats), y, 0.5, ap.Architecture(heads, widths, sigma2))
@@ -165,14 +173,15 @@ def _scalar_action(u, C, y, tau, N, L, s2_prod):
 @pytest.mark.parametrize("N", [5, 30, 3000])
 def test_single_path_reduces_to_scalar_kernel_renormalisation(L, N):
     heads = (1,) * L
-    sigma2 = (0.8, 1.2, 1.5)[: L] + (0.9,)
+    sigma2 = (0.8, 1.2, 1.5)[:L] + (0.9,)
     x, y, layers, r, feats = random_instance(heads, P=16, n0=9, seed=8)
     act = ap.Action(ap.PathKernel(feats), y, 0.05, ap.Architecture(heads, (N,) * (L + 1), sigma2))
     res = ap.solve(act, n_restarts=0)
     C = ap.path_kernel(feats, 0)
     s2_prod = float(np.prod(sigma2))
-    opt = optimize.minimize_scalar(lambda lu: _scalar_action(np.exp(lu), C, y, 0.05, N, L, s2_prod),
-                                   bracket=(-3, 3), tol=1e-14)
+    opt = optimize.minimize_scalar(
+        lambda lu: _scalar_action(np.exp(lu), C, y, 0.05, N, L, s2_prod), bracket=(-3, 3), tol=1e-14
+    )
     u = np.exp(opt.x)
     assert abs(res.U[0, 0] - u) <= 1e-6 * u
     assert abs(res.action - _scalar_action(u, C, y, 0.05, N, L, s2_prod)) <= 1e-10 * abs(res.action)
@@ -252,8 +261,7 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ap.NotPositiveDefiniteError):
         ap.solve(act, init=[np.zeros((4, 4)), np.eye(2)])
     with pytest.raises(ap.SolverError, match="not converged"):
-        ap.solve(ap.Action(kern, y, 0.01, ap.Architecture.uniform((2, 2), 3)), max_iter=1, newton_steps=0,
-                 n_restarts=0)
+        ap.solve(ap.Action(kern, y, 0.01, ap.Architecture.uniform((2, 2), 3)), max_iter=1, newton_steps=0, n_restarts=0)
 
 
 def test_repro_scale_is_validated(monkeypatch):

@@ -1,4 +1,5 @@
 """The theory API refuses nonsense with errors that name the problem (issue 18, group 4)."""
+
 import numpy as np
 import pytest
 
@@ -34,10 +35,18 @@ def test_extreme_width_and_init_are_named(problem):
         ap.solve(ap.Action(ap.PathKernel(X), y, 0.5, arch), init=[-np.eye(4), np.eye(2)])
 
 
-@pytest.mark.parametrize("kwargs, match", [({"max_iter": -1}, "max_iter"), ({"max_iter": 2.5}, "max_iter"),
-                                           ({"newton_steps": -2}, "newton_steps"), ({"n_restarts": -1}, "n_restarts"),
-                                           ({"tol": 0.0}, "tol"), ({"tol": float("nan")}, "tol"),
-                                           ({"tol": "small"}, "tol")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"max_iter": -1}, "max_iter"),
+        ({"max_iter": 2.5}, "max_iter"),
+        ({"newton_steps": -2}, "newton_steps"),
+        ({"n_restarts": -1}, "n_restarts"),
+        ({"tol": 0.0}, "tol"),
+        ({"tol": float("nan")}, "tol"),
+        ({"tol": "small"}, "tol"),
+    ],
+)
 def test_solver_settings_are_checked(problem, kwargs, match):
     X, y, arch = problem
     with pytest.raises(ValueError, match=match):
@@ -91,8 +100,14 @@ def test_samplers_check_test_inputs_and_saved_metadata(problem, tmp_path):
     with pytest.raises(ValueError, match="test path inputs contain non-finite"):
         sampling.sample_full(X.transpose(0, 2, 1), y, 0.5, arch, bad.transpose(0, 2, 1), config=cfg)
     import json
+
     meta = np.frombuffer(json.dumps({"kind": "full"}).encode(), dtype=np.uint8)
-    np.savez(tmp_path / "s.npz", U=np.zeros((1, 1, 4, 4)), mean_samples=np.zeros((1, 1, 2)),
-             var_samples=np.zeros((1, 1, 2)), meta_json=meta)
+    np.savez(
+        tmp_path / "s.npz",
+        U=np.zeros((1, 1, 4, 4)),
+        mean_samples=np.zeros((1, 1, 2)),
+        var_samples=np.zeros((1, 1, 2)),
+        meta_json=meta,
+    )
     with pytest.raises(ValueError, match="incomplete.*settings"):
         sampling.load_samples(tmp_path / "s.npz")

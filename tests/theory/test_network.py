@@ -1,4 +1,5 @@
 """Model, attention, paths and exact conditional kernel (spec T§16.1)."""
+
 import math
 
 import numpy as np
@@ -41,9 +42,11 @@ def test_flattening_order_and_partial_trace():
     assert ap.path_labels((2, 2)) == ["1,1", "1,2", "2,1", "2,2"]
     rng = np.random.default_rng(0)
     D = 4
-    U = rng.standard_normal((H1 * D, H1 * D)); U = U + U.T
-    B = rng.standard_normal((D, D)); B = B + B.T
-    explicit = sum(U[h * D:(h + 1) * D, h * D:(h + 1) * D] for h in range(H1))
+    U = rng.standard_normal((H1 * D, H1 * D))
+    U = U + U.T
+    B = rng.standard_normal((D, D))
+    B = B + B.T
+    explicit = sum(U[h * D : (h + 1) * D, h * D : (h + 1) * D] for h in range(H1))
     np.testing.assert_allclose(ap.partial_trace(U, H1), explicit, rtol=1e-14)
     np.testing.assert_allclose(np.trace(np.kron(np.eye(H1), B) @ U), np.trace(B @ ap.partial_trace(U, H1)), rtol=1e-12)
     with pytest.raises(ValueError):
@@ -67,7 +70,9 @@ def test_attention_forms_match_explicit_loops():
     np.testing.assert_allclose(A, expected, rtol=1e-12)
     Om = ap.QKFormHeads(Q, K).attention(x).numpy()
     np.testing.assert_allclose(Om.sum(axis=2), 1.0, rtol=1e-13)  # softmax over keys (rows)
-    np.testing.assert_allclose(Om[0, 1, :, 2], np.exp(expected[0, 1, :, 2]) / np.exp(expected[0, 1, :, 2]).sum(), rtol=1e-12)
+    np.testing.assert_allclose(
+        Om[0, 1, :, 2], np.exp(expected[0, 1, :, 2]) / np.exp(expected[0, 1, :, 2]).sum(), rtol=1e-12
+    )
 
 
 def test_readout_vectors_and_bad_inputs():
@@ -93,7 +98,7 @@ def _conditional_design(net, x):
     rows = []
     for mu in range(x.shape[0]):
         net.V0.grad = None
-        f = net(x[mu:mu + 1])[0]
+        f = net(x[mu : mu + 1])[0]
         (g,) = torch.autograd.grad(f, net.V0)
         rows.append(g.reshape(-1).numpy())
     assert torch.equal(net.V0.detach(), V0)

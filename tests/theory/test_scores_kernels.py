@@ -1,4 +1,5 @@
 """Head scores (spec T§16.4), kernel forms and alignment."""
+
 import itertools
 
 import numpy as np
@@ -34,13 +35,15 @@ def test_single_diagonal_entry_scores_only_heads_on_that_path():
 def test_inclusion_exclusion_equals_brute_force():
     heads = (3, 2)
     rng = np.random.default_rng(0)
-    U = rng.standard_normal((6, 6)); U = U + U.T
+    U = rng.standard_normal((6, 6))
+    U = U + U.T
     raw = ap.head_scores(U, heads, normalize=False)
     paths = ap.path_list(heads)
     for l, H in enumerate(heads):
         for h in range(H):
-            brute = sum(abs(U[i, j]) for i, j in itertools.product(range(6), range(6))
-                        if paths[i][l] == h or paths[j][l] == h)
+            brute = sum(
+                abs(U[i, j]) for i, j in itertools.product(range(6), range(6)) if paths[i][l] == h or paths[j][l] == h
+            )
             assert raw[l][h] == pytest.approx(brute, rel=1e-13)
     norm = ap.head_scores(U, heads)
     assert max(s.max() for s in norm) == pytest.approx(1.0)
@@ -62,7 +65,8 @@ def test_gram_and_lowrank_kernels_agree():
     U = random_spd(6, np.random.default_rng(2))
     kg, kl = ap.PathKernel(feats, mode="gram"), ap.PathKernel(feats, mode="lowrank")
     np.testing.assert_allclose(kg.kernel(U), kl.kernel(U), rtol=1e-12, atol=1e-14)
-    M = np.random.default_rng(3).standard_normal((14, 14)); M = M + M.T
+    M = np.random.default_rng(3).standard_normal((14, 14))
+    M = M + M.T
     np.testing.assert_allclose(kg.contract(M), kl.contract(M), rtol=1e-11, atol=1e-13)
     explicit = sum(U[a, b] * ap.path_kernel(feats, a, b) for a in range(6) for b in range(6))
     np.testing.assert_allclose(kg.kernel(U), explicit, rtol=1e-12, atol=1e-14)
@@ -117,7 +121,8 @@ def test_torch_device_path_equals_numpy_and_solves_the_same(monkeypatch):
     """The torch path of the low-rank kernel (a GPU when there is one) is the numpy one, in float64."""
     x, y, layers, r, feats = random_instance((2, 2), P=30, n0=20, seed=4)
     U = random_spd(4, np.random.default_rng(4))
-    M = np.random.default_rng(5).standard_normal((30, 30)); M = M + M.T
+    M = np.random.default_rng(5).standard_normal((30, 30))
+    M = M + M.T
     ref = ap.PathKernel(feats, mode="lowrank")
     tk = ap.PathKernel(feats, mode="lowrank", device="cpu")  # torch on the CPU: same code as on a GPU
     assert ref.device is None and str(tk.device) == "cpu"

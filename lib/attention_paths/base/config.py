@@ -16,13 +16,27 @@ variable                   meaning
 ``XLA_FLAGS``              JAX's flags; :func:`expose_cpu_devices` adds the CPU device count
 =========================  ===============================================================================
 """
+
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-__all__ = ["SCALES", "get_scale", "data_root", "offline", "theory_device", "set_theory_device", "quiet_requested",
-           "claims_folder", "results_folder", "figures_folder", "expose_cpu_devices", "repo_root", "repo_data_dir"]
+__all__ = [
+    "SCALES",
+    "get_scale",
+    "data_root",
+    "offline",
+    "theory_device",
+    "set_theory_device",
+    "quiet_requested",
+    "claims_folder",
+    "results_folder",
+    "figures_folder",
+    "expose_cpu_devices",
+    "repo_root",
+    "repo_data_dir",
+]
 
 SCALES = ("quick", "paper")
 
@@ -42,10 +56,7 @@ def get_scale(scale: str | None = None) -> str:
     value = scale if scale is not None else (_get("REPRO_SCALE") or "quick")
     value = value.strip().lower()
     if value not in SCALES:
-        raise ValueError(
-            f"REPRO_SCALE must be one of {SCALES}, got {value!r}; "
-            "set e.g. `export REPRO_SCALE=quick`."
-        )
+        raise ValueError(f"REPRO_SCALE must be one of {SCALES}, got {value!r}; set e.g. `export REPRO_SCALE=quick`.")
     return value
 
 
@@ -108,8 +119,10 @@ def results_folder() -> Path | None:
         return None
     path = Path(value).expanduser()
     if not path.is_dir():
-        raise FileNotFoundError(f"REPRO_RESULTS={value!r} is not a folder; point it at the --out folder of "
-                                "`python -m attention_paths reproduce`")
+        raise FileNotFoundError(
+            f"REPRO_RESULTS={value!r} is not a folder; point it at the --out folder of "
+            "`python -m attention_paths reproduce`"
+        )
     return path.resolve()
 
 

@@ -1,4 +1,5 @@
 """Atomic result files: written to a temporary file in the target folder, then renamed."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Progress bars that stay quiet inside the book build and under pytest."""
+
 from __future__ import annotations
 
 import sys

@@ -1,5 +1,6 @@
 """Provenance recorded next to every result: code version (git commit, source hash), machine and time, and
 the closing "Reproducibility" record of a chapter."""
+
 from __future__ import annotations
 
 import hashlib
@@ -26,15 +27,37 @@ def provenance() -> dict:
     """Code version, platform and time, recorded next to every result."""
     try:
         here = Path(__file__).parent
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=here,
-                                timeout=10).stdout.strip() or None
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                                    text=True, cwd=here, timeout=10).stdout.strip()) if commit else None
+        commit = (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=here, timeout=10
+            ).stdout.strip()
+            or None
+        )
+        dirty = (
+            bool(
+                subprocess.run(
+                    ["git", "status", "--porcelain", "--untracked-files=no"],
+                    capture_output=True,
+                    text=True,
+                    cwd=here,
+                    timeout=10,
+                ).stdout.strip()
+            )
+            if commit
+            else None
+        )
     except (OSError, subprocess.SubprocessError):
         commit, dirty = None, None
-    return {"package_version": __version__, "git_commit": commit, "git_dirty": dirty, "python": platform.python_version(),
-            "numpy": np.__version__, "machine": platform.machine(), "platform": platform.platform(),
-            "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    return {
+        "package_version": __version__,
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "machine": platform.machine(),
+        "platform": platform.platform(),
+        "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
 
 
 def hardware() -> dict:
@@ -45,8 +68,12 @@ def hardware() -> dict:
             cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
     except OSError:
         pass
-    return {"cpu": cpu, "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+    return {
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+    }
 
 
 _CODE_VERSION: str | None = None
@@ -77,9 +104,11 @@ def reproducibility_report(scale: str | None = None, seeds: dict | None = None, 
     from the installed distributions, devices from torch and (when already imported) JAX.
     """
     p = provenance()
-    lines = [f"scale              REPRO_SCALE={config.get_scale(scale)}",
-             f"code               attention_paths {p['package_version']}, git commit {p['git_commit'] or 'unknown'}"
-             + (" (with uncommitted changes)" if p.get("git_dirty") else "")]
+    lines = [
+        f"scale              REPRO_SCALE={config.get_scale(scale)}",
+        f"code               attention_paths {p['package_version']}, git commit {p['git_commit'] or 'unknown'}"
+        + (" (with uncommitted changes)" if p.get("git_dirty") else ""),
+    ]
     for label, d in (("seeds", seeds), ("notes", notes)):
         for k, v in (d or {}).items():
             lines.append(f"{label:<19}{k}: {v}")
@@ -91,20 +120,31 @@ def reproducibility_report(scale: str | None = None, seeds: dict | None = None, 
         except importlib.metadata.PackageNotFoundError:
             pass
     lines.append(f"packages           Python {p['python']}, " + ", ".join(versions))
-    dev = f"torch: {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else \
-        f"torch: CPU ({torch.get_num_threads()} threads)"
+    dev = (
+        f"torch: {torch.cuda.get_device_name(0)}"
+        if torch.cuda.is_available()
+        else f"torch: CPU ({torch.get_num_threads()} threads)"
+    )
     jax = sys.modules.get("jax")  # JAX's devices only when a chapter has started it (sampling)
     if jax is not None:
         dev += f"; JAX: {', '.join(sorted({d.platform for d in jax.devices()}))} x {jax.device_count()}"
     lines.append(f"devices            {dev}; {p['machine']}, {p['platform']}")
-    lines.append("dtype              float64 for the theory, kernels and sampling; float32 (CPU) or float16 "
-                 "autocast (GPU) for training")
+    lines.append(
+        "dtype              float64 for the theory, kernels and sampling; float32 (CPU) or float16 "
+        "autocast (GPU) for training"
+    )
     try:
         results = config.results_folder()
     except FileNotFoundError as err:
         results = f"unusable ({err})"
-    lines.append("results            " + (f"loaded from REPRO_RESULTS={results} (the stage records printed above "
-                                          "say where and when each was computed)" if results
-                                          else "computed in this build"))
+    lines.append(
+        "results            "
+        + (
+            f"loaded from REPRO_RESULTS={results} (the stage records printed above "
+            "say where and when each was computed)"
+            if results
+            else "computed in this build"
+        )
+    )
     lines.append(f"built              {p['time_utc']}")
     return "\n".join(lines)

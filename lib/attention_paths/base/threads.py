@@ -4,6 +4,7 @@ numpy and scipy each ship their own OpenBLAS; with several threads each, their t
 compete for the cores between consecutive small calls and a 150 x 150 solve can run 20 times
 slower than on one thread.  Small problems therefore run single-threaded.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -3,6 +3,7 @@
 ``from attention_paths import plotting`` gives both under one name, e.g. ``plotting.use_style()`` and
 ``plotting.heatmap_U(ax, U)``.
 """
+
 from attention_paths.plotting.panels import *  # noqa: F403
 from attention_paths.plotting.panels import __all__ as _panels
 from attention_paths.plotting.style import *  # noqa: F403

@@ -1,4 +1,5 @@
 """The figure panels shared by the chapters (matplotlib, with seaborn's heatmaps)."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -9,11 +10,29 @@ from matplotlib.patches import Rectangle
 
 from attention_paths.plotting.style import DIVERGING, SEQUENTIAL
 
-__all__ = ["heatmap_U", "kernel_image", "tile_average", "alignment_bars", "class_sorted", "accuracy_grid_image",
-           "oneshot_accuracy_panels", "pruning_score_bars", "pruning_theory_side", "training_curves"]
+__all__ = [
+    "heatmap_U",
+    "kernel_image",
+    "tile_average",
+    "alignment_bars",
+    "class_sorted",
+    "accuracy_grid_image",
+    "oneshot_accuracy_panels",
+    "pruning_score_bars",
+    "pruning_theory_side",
+    "training_curves",
+]
 
-def heatmap_U(ax, U, labels: Sequence[str] | None = None, title: str = "", vmax: float | None = None,
-              annotate: bool = True, cmap: str = DIVERGING):
+
+def heatmap_U(
+    ax,
+    U,
+    labels: Sequence[str] | None = None,
+    title: str = "",
+    vmax: float | None = None,
+    annotate: bool = True,
+    cmap: str = DIVERGING,
+):
     """Order-parameter heatmap with a diverging colour map centred at zero (symmetric limits)."""
     U = np.asarray(U)
     vmax = float(np.abs(U).max()) if vmax is None else vmax
@@ -24,8 +43,15 @@ def heatmap_U(ax, U, labels: Sequence[str] | None = None, title: str = "", vmax:
     if annotate and U.shape[0] <= 6:
         for i in range(U.shape[0]):
             for j in range(U.shape[1]):
-                ax.text(j, i, f"{U[i, j]:.2f}", ha="center", va="center", fontsize=8,
-                        color="white" if abs(U[i, j]) > 0.6 * vmax else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{U[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if abs(U[i, j]) > 0.6 * vmax else "black",
+                )
     ax.set_title(title)
     return im
 
@@ -49,8 +75,9 @@ def tile_average(K, tile: int, mask_diagonal: bool = True) -> np.ndarray:
     return np.nanmean(K, axis=(1, 3))
 
 
-def kernel_image(ax, K, order=None, title: str = "", tile: int | None = None, cmap: str | None = None,
-                 limits: str = "symmetric"):
+def kernel_image(
+    ax, K, order=None, title: str = "", tile: int | None = None, cmap: str | None = None, limits: str = "symmetric"
+):
     """Kernel heatmap, optionally re-ordered (e.g. by class) and tile-averaged (diagonal left out).
 
     ``limits="symmetric"``: diverging colour map (default ``RdBu_r``) centred at zero with symmetric limits.
@@ -90,8 +117,17 @@ def alignment_bars(ax, overlaps: dict, k: int | None = None):
     ax.legend(frameon=False)
 
 
-def accuracy_grid_image(ax, acc, widths, taus, title: str = "", vmin: float | None = None, vmax: float | None = None,
-                        mark=None, annotate: bool | None = None):
+def accuracy_grid_image(
+    ax,
+    acc,
+    widths,
+    taus,
+    title: str = "",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    mark=None,
+    annotate: bool | None = None,
+):
     """Accuracy (%) over a temperatures x widths grid as a seaborn heatmap, lowest temperature at the bottom.
 
     ``mark`` = [(i_tau, i_width)] cells boxed in red; ``annotate`` writes the values in the cells (default:
@@ -100,9 +136,20 @@ def accuracy_grid_image(ax, acc, widths, taus, title: str = "", vmin: float | No
     acc = np.asarray(acc, dtype=float)
     n_t = acc.shape[0]
     annotate = acc.size <= 40 if annotate is None else annotate
-    sns.heatmap(acc[::-1], ax=ax, cmap=SEQUENTIAL, vmin=vmin, vmax=vmax, cbar=False, square=False,
-                annot=annotate, fmt=".0f", annot_kws={"fontsize": 7},
-                xticklabels=[f"{int(w)}" for w in widths], yticklabels=[f"{t:g}" for t in list(taus)[::-1]])
+    sns.heatmap(
+        acc[::-1],
+        ax=ax,
+        cmap=SEQUENTIAL,
+        vmin=vmin,
+        vmax=vmax,
+        cbar=False,
+        square=False,
+        annot=annotate,
+        fmt=".0f",
+        annot_kws={"fontsize": 7},
+        xticklabels=[f"{int(w)}" for w in widths],
+        yticklabels=[f"{t:g}" for t in list(taus)[::-1]],
+    )
     ax.tick_params(axis="x", rotation=90 if len(widths) > 5 else 0)
     ax.tick_params(axis="y", rotation=0)
     ax.set_xlabel("width $N$")
@@ -130,11 +177,25 @@ def oneshot_accuracy_panels(axes, summary: dict, sets=("test", "MNIST", "Fashion
         paper = np.asarray(sel["test"]["theory"]["accuracy"][s], float)
         ax.plot(widths, ours, "o-", color="C0", ms=3.5, label=r"theory, $\tau$ selected on validation")
         ax.plot(widths, paper, "s--", color="C0", ms=3, alpha=0.55, label=r"theory, $\tau$ selected on test (paper)")
-        ax.plot(widths, np.asarray(summary["grid_accuracy"][s], float)[i_panel], ":", color="C2", lw=1.2,
-                label=rf"theory, $\tau={cfg['panel_tau']:g}$")
+        ax.plot(
+            widths,
+            np.asarray(summary["grid_accuracy"][s], float)[i_panel],
+            ":",
+            color="C2",
+            lw=1.2,
+            label=rf"theory, $\tau={cfg['panel_tau']:g}$",
+        )
         for N, entry in summary.get("sampled", {}).items():
-            ax.plot([int(N)], [entry[s]["sampled"]], "D", color="C3", ms=6, mfc="none", mew=1.5,
-                    label=rf"sampled posterior, $\tau={cfg['sampling']['tau']:g}$")
+            ax.plot(
+                [int(N)],
+                [entry[s]["sampled"]],
+                "D",
+                color="C3",
+                ms=6,
+                mfc="none",
+                mew=1.5,
+                label=rf"sampled posterior, $\tau={cfg['sampling']['tau']:g}$",
+            )
         gp = float(np.asarray(sel["val"]["gp"]["accuracy"][s]))
         ax.axhline(gp, color="C1", lw=1.2, label=rf"GP limit ($\tau={float(np.asarray(sel['val']['gp']['tau'])):g}$)")
         ax.axhline(summary["network_accuracy"][s], color="0.45", lw=1, ls="-.", label="trained network")
@@ -157,9 +218,16 @@ def pruning_score_bars(ax, summary: dict, set_name: str = "test"):
     ax.set_xlabel("head (layer)head, by ascending score")
     ax2 = ax.twinx()
     singles = summary["singles"]
-    ax2.bar(x + 0.2, [singles[k]["drop"][set_name] for k in order], 0.4,
-            yerr=[singles[k]["drop_se"][set_name] for k in order], color="C3", alpha=0.8, capsize=2,
-            label="accuracy drop")
+    ax2.bar(
+        x + 0.2,
+        [singles[k]["drop"][set_name] for k in order],
+        0.4,
+        yerr=[singles[k]["drop_se"][set_name] for k in order],
+        color="C3",
+        alpha=0.8,
+        capsize=2,
+        label="accuracy drop",
+    )
     ax2.set_ylabel("accuracy drop (points)", color="C3")
     ax2.axhline(0, color="0.5", lw=0.6)
     ax2.spines["right"].set_visible(True)
@@ -177,8 +245,9 @@ def pruning_theory_side(ax_drops, ax_stability, summary: dict):
         ax_drops.annotate(k, (u, v), fontsize=7, xytext=(3, 3), textcoords="offset points")
     ax_drops.set_xlabel("theory-side drop (points)")
     ax_drops.set_ylabel("network-side drop (points)")
-    im = ax_stability.imshow(np.asarray(summary["stability"], float), cmap=DIVERGING, vmin=-1, vmax=1,
-                             origin="lower", aspect="auto")
+    im = ax_stability.imshow(
+        np.asarray(summary["stability"], float), cmap=DIVERGING, vmin=-1, vmax=1, origin="lower", aspect="auto"
+    )
     ax_stability.set_xticks(range(len(summary["widths"])), [int(w) for w in summary["widths"]])
     ax_stability.set_yticks(range(len(summary["taus"])), [f"{float(t):g}" for t in summary["taus"]])
     ax_stability.set_xlabel("width $N$")
@@ -196,8 +265,9 @@ def training_curves(ax_loss, ax_acc, records: dict, sets=("val", "test", "MNIST"
         steps = [h["step"] for h in hist]
         ax_loss.plot(steps, [h["train_loss"] for h in hist], ls, color="0.2", label=name)
         for i, key in enumerate(sets):
-            ax_acc.plot(steps, [h[key]["accuracy"] for h in hist], ls, color=f"C{i}",
-                        label=f"{names.get(key, key)} ({name})")
+            ax_acc.plot(
+                steps, [h[key]["accuracy"] for h in hist], ls, color=f"C{i}", label=f"{names.get(key, key)} ({name})"
+            )
     ax_loss.set_xlabel("step")
     ax_loss.set_ylabel("training loss (MSE)")
     ax_acc.axhline(50, color="0.6", lw=0.8, ls=":")

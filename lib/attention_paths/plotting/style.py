@@ -1,5 +1,6 @@
 """The book's figure style (rcParams, the colour-blind palette, figure sizes) and the export of numbered
 figures to PDF and SVG (``$REPRO_FIGURES``)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -15,8 +16,20 @@ from cycler import cycler
 
 from attention_paths.base import config
 
-__all__ = ["DIVERGING", "SEQUENTIAL", "PALETTE", "WIDTH_FULL", "WIDTH_HALF", "STYLE", "EXPORT_ENV", "EXPORT_FORMATS",
-           "use_style", "figsize", "export", "export_figure"]
+__all__ = [
+    "DIVERGING",
+    "SEQUENTIAL",
+    "PALETTE",
+    "WIDTH_FULL",
+    "WIDTH_HALF",
+    "STYLE",
+    "EXPORT_ENV",
+    "EXPORT_FORMATS",
+    "use_style",
+    "figsize",
+    "export",
+    "export_figure",
+]
 
 
 def _sns_palette(name: str) -> list[str]:
@@ -46,9 +59,9 @@ STYLE = {
     "axes.spines.right": False,
     "image.cmap": SEQUENTIAL,
     "savefig.bbox": "tight",
-    "savefig.dpi": 300,          # raster content (imshow) inside exported PDF/SVG
-    "svg.fonttype": "none",      # text stays text in SVG
-    "pdf.fonttype": 42,          # TrueType fonts embedded in PDF (editable, accepted by publishers)
+    "savefig.dpi": 300,  # raster content (imshow) inside exported PDF/SVG
+    "svg.fonttype": "none",  # text stays text in SVG
+    "pdf.fonttype": 42,  # TrueType fonts embedded in PDF (editable, accepted by publishers)
     "ps.fonttype": 42,
 }
 """rcParams set by :func:`use_style` (plus ``axes.prop_cycle`` from :data:`PALETTE`)."""
@@ -71,8 +84,10 @@ def figsize(ncols: int = 1, nrows: int = 1, aspect: float = 0.75, width: float =
     panels across the text width, ``figsize(1, width=WIDTH_HALF)`` for a one-column figure.
     """
     if ncols < 1 or nrows < 1 or aspect <= 0 or width <= 0:
-        raise ValueError(f"figsize needs ncols, nrows >= 1 and positive aspect and width, "
-                         f"got ncols={ncols}, nrows={nrows}, aspect={aspect}, width={width}")
+        raise ValueError(
+            f"figsize needs ncols, nrows >= 1 and positive aspect and width, "
+            f"got ncols={ncols}, nrows={nrows}, aspect={aspect}, width={width}"
+        )
     return (float(width), float(nrows * width / ncols * aspect))
 
 
@@ -131,7 +146,7 @@ def export(fig, name: str, formats: Sequence[str] = EXPORT_FORMATS) -> list[Path
                 fig.savefig(fh, format=fmt, **kw)
                 fh.flush()
                 os.fsync(fh.fileno())
-            os.chmod(tmp, mode)    # mkstemp creates 0600; give the usual permissions
+            os.chmod(tmp, mode)  # mkstemp creates 0600; give the usual permissions
         for tmp, final in temps:
             os.replace(tmp, final)
     except BaseException:

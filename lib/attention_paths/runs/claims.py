@@ -1,4 +1,5 @@
 """Claim records shared by the experiment chapters: ``{"id", "claim", "passed", "detail"}`` dictionaries."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,9 @@ def format_claims(claims: list[dict], width: int = 88) -> str:
     return "\n".join(blocks)
 
 
-def assert_claims(claims: list[dict], expected_failures: dict | None = None, *, chapter: str | None = None,
-                  scale: str | None = None) -> None:
+def assert_claims(
+    claims: list[dict], expected_failures: dict | None = None, *, chapter: str | None = None, scale: str | None = None
+) -> None:
     """Raise ``AssertionError`` if a claim fails that is not in ``expected_failures`` ({id: reason}), or if an
     expected failure passes (so that the text explaining it goes stale loudly).
 
@@ -46,13 +48,20 @@ def claims_dir() -> Path:
     return config.claims_folder()
 
 
-def record_claims(chapter: str, claims: list[dict], scale: str | None = None,
-                  expected_failures: dict | None = None) -> Path:
+def record_claims(
+    chapter: str, claims: list[dict], scale: str | None = None, expected_failures: dict | None = None
+) -> Path:
     """Write the claims a chapter computed to ``claims_dir()/<scale>/<chapter>.json`` (atomically), with the
     code version and time, for :func:`claims_markdown`."""
     scale = config.get_scale(scale)
-    record = {"chapter": chapter, "scale": scale, "claims": claims, "expected_failures": expected_failures or {},
-              "code_version": code_version(), "provenance": provenance()}
+    record = {
+        "chapter": chapter,
+        "scale": scale,
+        "claims": claims,
+        "expected_failures": expected_failures or {},
+        "code_version": code_version(),
+        "provenance": provenance(),
+    }
     return atomic_write_json(claims_dir() / scale / f"{chapter}.json", record)
 
 
@@ -89,13 +98,15 @@ def claims_markdown(records: dict[str, dict], chapters: dict[str, str], detail_w
             continue
         prov = rec.get("provenance", {})
         stale = rec.get("code_version") != code_version()
-        head = (f"**{ref}**: computed {prov.get('time_utc', '?')}, commit {(prov.get('git_commit') or '?')[:10]}"
-                + (", **by other code than this build's (stale)**" if stale else ""))
+        head = f"**{ref}**: computed {prov.get('time_utc', '?')}, commit {(prov.get('git_commit') or '?')[:10]}" + (
+            ", **by other code than this build's (stale)**" if stale else ""
+        )
         rows = ["| claim | computed | numbers |", "|---|---|---|"]
         for c in rec["claims"]:
             detail = c["detail"] if len(c["detail"]) <= detail_width else c["detail"][: detail_width - 1] + "…"
             text = c["claim"].replace("|", "\\|")
-            rows.append(f"| {c['id']}: {text} | {_status(c, rec.get('expected_failures', {}))} | "
-                        f"{detail.replace('|', '/')} |")
+            rows.append(
+                f"| {c['id']}: {text} | {_status(c, rec.get('expected_failures', {}))} | {detail.replace('|', '/')} |"
+            )
         blocks.append(head + "\n\n" + "\n".join(rows))
     return "\n\n".join(blocks)

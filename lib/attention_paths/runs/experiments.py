@@ -1,6 +1,7 @@
 """The experiments of the command line (``python -m attention_paths <experiment>``) and of the ``reproduce``
 stages: for each, the function that runs it and the function that turns its result into the JSON record and
 arrays of a results folder (:mod:`attention_paths.runs.results`)."""
+
 from __future__ import annotations
 
 import time
@@ -24,8 +25,14 @@ EXPERIMENTS: dict[str, tuple[Callable, Callable]] = {
 }
 
 
-def run_experiment(name: str, scale: str | None = None, out: str | Path = "out", progress: bool = True,
-                   save_samples: bool = False, **options) -> dict:
+def run_experiment(
+    name: str,
+    scale: str | None = None,
+    out: str | Path = "out",
+    progress: bool = True,
+    save_samples: bool = False,
+    **options,
+) -> dict:
     """Run experiment ``name`` and write its results folder ``out`` (:func:`results.write`); returns the summary.
 
     With ``save_samples``, every posterior-sampling run is also written whole to

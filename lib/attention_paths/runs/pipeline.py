@@ -26,6 +26,7 @@ names of the stages whose outputs it reads (``deps``).  :func:`run_pipeline` run
   Stages that need a GPU ask for the worker resource ``GPU`` (workers started with
   ``--resources GPU=1`` take them; without any such worker the stage runs on any worker).
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -47,8 +48,7 @@ from attention_paths.base.provenance import PACKAGE_DIR, code_version, provenanc
 from attention_paths.runs import results
 from attention_paths.runs.results import LOCK, stage_state
 
-__all__ = ["Stage", "StageContext", "stage_keys", "run_pipeline", "status_table", "ResultsFolderLocked",
-           "results_lock"]
+__all__ = ["Stage", "StageContext", "stage_keys", "run_pipeline", "status_table", "ResultsFolderLocked", "results_lock"]
 
 
 class ResultsFolderLocked(RuntimeError):
@@ -76,11 +76,15 @@ class results_lock:
             fh.seek(0)
             holder = fh.read().strip() or "unknown"
             fh.close()
-            raise ResultsFolderLocked(f"results folder {self.path.parent} is in use by another run ({holder}); "
-                                      "wait for it to finish, or use another --out") from None
+            raise ResultsFolderLocked(
+                f"results folder {self.path.parent} is in use by another run ({holder}); "
+                "wait for it to finish, or use another --out"
+            ) from None
         fh.seek(0)
         fh.truncate()
-        fh.write(f"host {platform.node()}, pid {os.getpid()}, since {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
+        fh.write(
+            f"host {platform.node()}, pid {os.getpid()}, since {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"
+        )
         fh.flush()
         self.fh = fh
         return self
@@ -139,8 +143,9 @@ class Stage:
     def __post_init__(self):
         ok = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
         if not self.name or not set(self.name) <= ok or self.name.startswith((".", "_")):
-            raise ValueError(f"bad stage name {self.name!r}: use letters, digits, '.', '_', '-' "
-                             "(not starting with '.' or '_')")
+            raise ValueError(
+                f"bad stage name {self.name!r}: use letters, digits, '.', '_', '-' (not starting with '.' or '_')"
+            )
         object.__setattr__(self, "deps", tuple(self.deps))
         object.__setattr__(self, "code", tuple(self.code))
         missing = [m for m in self.code if not (PACKAGE_DIR / m).is_file()]
@@ -201,7 +206,12 @@ def stage_keys(stages: list[Stage]) -> dict[str, str]:
     """The key of every stage: SHA-256 of (name, params, code version, keys of its dependencies)."""
     keys = {}
     for s in _toposort(stages):
-        payload = {"name": s.name, "params": s.params, "code": code_version(s.code), "deps": {d: keys[d] for d in s.deps}}
+        payload = {
+            "name": s.name,
+            "params": s.params,
+            "code": code_version(s.code),
+            "deps": {d: keys[d] for d in s.deps},
+        }
         keys[s.name] = hashlib.sha256(_canonical(payload).encode()).hexdigest()
     return keys
 
@@ -238,13 +248,21 @@ def _execute(stage: Stage, out: str, key: str, upstream: dict, force: bool, prog
     t0 = time.perf_counter()
     try:
         summary = stage.func(ctx)
-        record = {"stage": stage.name, "key": key, "params": stage.params, "deps": list(stage.deps),
-                  "upstream_keys": {d: upstream[d]["key"] for d in stage.deps}, "upstream_content": inputs,
-                  "code_version": code_version(stage.code),
-                  "code_files": list(stage.code) or "all",
-                  "provenance": prov, "process": {"host": platform.node(), "pid": os.getpid()},
-                  "wall_seconds": time.perf_counter() - t0, "summary": summary or {},
-                  "files": results.file_hashes(tmp)}
+        record = {
+            "stage": stage.name,
+            "key": key,
+            "params": stage.params,
+            "deps": list(stage.deps),
+            "upstream_keys": {d: upstream[d]["key"] for d in stage.deps},
+            "upstream_content": inputs,
+            "code_version": code_version(stage.code),
+            "code_files": list(stage.code) or "all",
+            "provenance": prov,
+            "process": {"host": platform.node(), "pid": os.getpid()},
+            "wall_seconds": time.perf_counter() - t0,
+            "summary": summary or {},
+            "files": results.file_hashes(tmp),
+        }
         results.write_record(tmp, record)
         old = out / f".{stage.name}.old-{uuid.uuid4().hex[:8]}"
         if final.exists():
@@ -255,8 +273,13 @@ def _execute(stage: Stage, out: str, key: str, upstream: dict, force: bool, prog
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     _log(f"{stage.name}: done in {record['wall_seconds']:.1f} s", progress)
-    return {"name": stage.name, "key": key, "status": "ran", "wall_seconds": record["wall_seconds"],
-            "content": _content(final)}
+    return {
+        "name": stage.name,
+        "key": key,
+        "status": "ran",
+        "wall_seconds": record["wall_seconds"],
+        "content": _content(final),
+    }
 
 
 def _content(folder: Path) -> str:
@@ -265,8 +288,15 @@ def _content(folder: Path) -> str:
     return hashlib.sha256(_canonical(files).encode()).hexdigest()
 
 
-def run_pipeline(stages: Iterable[Stage], out, *, client=None, force: Iterable[str] = (), only: Iterable[str] | None = None,
-                 progress: bool = True) -> dict[str, dict]:
+def run_pipeline(
+    stages: Iterable[Stage],
+    out,
+    *,
+    client=None,
+    force: Iterable[str] = (),
+    only: Iterable[str] | None = None,
+    progress: bool = True,
+) -> dict[str, dict]:
     """Run ``stages`` into ``out/<stage>/``, skipping those already done; returns {name: result}.
 
     Parameters
@@ -280,7 +310,8 @@ def run_pipeline(stages: Iterable[Stage], out, *, client=None, force: Iterable[s
     only : iterable of str, optional
         run just these stages and what they need (default: all)
 
-    Each result is a dict with ``name``, ``key`` and ``status`` (``"ran"`` or ``"skipped"``).  A failing stage raises (its
+    Each result is a dict with ``name``, ``key`` and ``status`` (``"ran"`` or ``"skipped"``).  A failing stage
+    raises (its
     dependants do not run; finished stages stay on disk and are skipped next time).
     """
     stages = _toposort(list(stages))
@@ -314,7 +345,8 @@ def _run_graph(stages, out: Path, keys: dict, client, force: set, progress: bool
         annotations = {"resources": {"GPU": 1}} if (s.gpu and client is not None and _has_gpu_workers(client)) else {}
         with dask.annotate(**annotations):
             tasks[s.name] = dask.delayed(_execute, pure=False, name=f"stage-{s.name}-{keys[s.name][:12]}")(
-                s, str(out), keys[s.name], upstream, s.name in force, progress)
+                s, str(out), keys[s.name], upstream, s.name in force, progress
+            )
     names = list(tasks)
     if client is None:
         results = dask.compute(*[tasks[n] for n in names], scheduler="synchronous")

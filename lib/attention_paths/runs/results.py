@@ -11,6 +11,7 @@ stage's record (key, settings, code version, SHA-256 of every file, provenance),
 written atomically.  The command line (``python -m attention_paths <experiment> --out``), the stages and the
 chapters all go through :func:`write`, :func:`read`, :func:`load_run` and :func:`result_or_compute`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,8 +27,24 @@ from attention_paths.base.provenance import code_version
 from attention_paths.tasks import pruning
 from attention_paths.tasks.omniglot import training
 
-__all__ = ["SUMMARY", "ARRAYS", "RESULT", "RECORD", "write", "write_result", "read", "load_run", "write_record",
-           "read_record", "file_hashes", "stage_state", "results_dir", "load_stage_result", "result_or_compute", "trained_network"]
+__all__ = [
+    "SUMMARY",
+    "ARRAYS",
+    "RESULT",
+    "RECORD",
+    "write",
+    "write_result",
+    "read",
+    "load_run",
+    "write_record",
+    "read_record",
+    "file_hashes",
+    "stage_state",
+    "results_dir",
+    "load_stage_result",
+    "result_or_compute",
+    "trained_network",
+]
 
 SUMMARY, ARRAYS, RESULT, RECORD = "summary.json", "arrays.npz", "result.pkl", "_stage.json"
 LOCK = ".lock"  # held by a running pipeline (:class:`attention_paths.runs.pipeline.results_lock`)
@@ -193,15 +210,18 @@ def _record_problem(rec) -> str | None:
     if not rec["files"]:
         return "it lists no output files"
     for rel, meta in rec["files"].items():
-        if not (isinstance(meta, dict) and isinstance(meta.get("size"), int) and isinstance(meta.get("sha256"), str)
-                and len(meta["sha256"]) == 64):
+        if not (
+            isinstance(meta, dict)
+            and isinstance(meta.get("size"), int)
+            and isinstance(meta.get("sha256"), str)
+            and len(meta["sha256"]) == 64
+        ):
             return f"the entry of {rel!r} needs an integer size and a SHA-256"
         if Path(rel).is_absolute() or ".." in Path(rel).parts:
             return f"the file name {rel!r} points outside the stage folder"
     if not isinstance(rec.get("upstream_content", {}), dict):
         return "'upstream_content' must be an object"
     return None
-
 
 
 # ------------------------------------------------------------------------------------------ a reproduce output
@@ -220,8 +240,10 @@ def load_stage_result(stage: str, folder=None) -> dict | None:
         return None
     state, reason = stage_state(folder / stage)
     if state != "done":
-        raise ValueError(f"results of stage {stage!r} in {folder} are {state}: {reason}; rerun "
-                         f"`python -m attention_paths reproduce --out {folder}`")
+        raise ValueError(
+            f"results of stage {stage!r} in {folder} are {state}: {reason}; rerun "
+            f"`python -m attention_paths reproduce --out {folder}`"
+        )
     record = read_record(folder / stage)
     record["folder"] = str(folder / stage)
     return record
@@ -230,8 +252,10 @@ def load_stage_result(stage: str, folder=None) -> dict | None:
 def _describe(record: dict) -> str:
     prov, proc = record.get("provenance", {}), record.get("process", {})
     commit = (prov.get("git_commit") or "unknown")[:10] + (" (uncommitted changes)" if prov.get("git_dirty") else "")
-    return (f"{record['folder']} (stage computed {prov.get('time_utc', '?')} on {proc.get('host', '?')}, "
-            f"commit {commit}, {record.get('wall_seconds', float('nan')):.0f} s)")
+    return (
+        f"{record['folder']} (stage computed {prov.get('time_utc', '?')} on {proc.get('host', '?')}, "
+        f"commit {commit}, {record.get('wall_seconds', float('nan')):.0f} s)"
+    )
 
 
 def result_or_compute(stage: str, compute, scale: str | None = None):
@@ -248,17 +272,23 @@ def result_or_compute(stage: str, compute, scale: str | None = None):
         return compute()
     record = load_stage_result(stage, folder)
     if record is None:
-        raise FileNotFoundError(f"REPRO_RESULTS={folder} has no output of stage {stage!r}; run `python -m "
-                                f"attention_paths reproduce --out {folder} --only {stage}`")
+        raise FileNotFoundError(
+            f"REPRO_RESULTS={folder} has no output of stage {stage!r}; run `python -m "
+            f"attention_paths reproduce --out {folder} --only {stage}`"
+        )
     scale = config.get_scale(scale)
     if record["params"].get("scale") != scale:
-        raise ValueError(f"REPRO_RESULTS stage {stage!r} was computed at scale {record['params'].get('scale')!r}, "
-                         f"this build is at REPRO_SCALE={scale!r}; set REPRO_SCALE to match")
+        raise ValueError(
+            f"REPRO_RESULTS stage {stage!r} was computed at scale {record['params'].get('scale')!r}, "
+            f"this build is at REPRO_SCALE={scale!r}; set REPRO_SCALE to match"
+        )
     files = record.get("code_files")
     if record["code_version"] != code_version(tuple(files) if isinstance(files, list) else None):
-        raise ValueError(f"REPRO_RESULTS stage {stage!r} was computed by other code (code version "
-                         f"{record['code_version'][:12]}, this is {code_version()[:12]}); rerun the stage with "
-                         "this code or check out the commit that made it")
+        raise ValueError(
+            f"REPRO_RESULTS stage {stage!r} was computed by other code (code version "
+            f"{record['code_version'][:12]}, this is {code_version()[:12]}); rerun the stage with "
+            "this code or check out the commit that made it"
+        )
     with open(Path(record["folder"]) / RESULT, "rb") as fh:
         result = pickle.load(fh)
     print(f"Results: loaded from {_describe(record)}.")
@@ -284,6 +314,5 @@ def trained_network(scale: str | None = None, network: str | None = None):
     if record is None:
         raise FileNotFoundError(f"REPRO_RESULTS={folder} has no output of stage 'train'")
     if network is not None and record["params"].get("network") != network:
-        raise ValueError(f"REPRO_RESULTS trained network is {record['params'].get('network')!r}, "
-                         f"not {network!r}")
+        raise ValueError(f"REPRO_RESULTS trained network is {record['params'].get('network')!r}, not {network!r}")
     return stage_network(Path(record["folder"]))

@@ -19,6 +19,7 @@ Stages (:func:`reproduction_stages`), what each reads, and what it writes under 
 The temperature columns of the grid and the sampling widths are independent stages, so they run in
 parallel on a Dask cluster.  See :mod:`attention_paths.runs.pipeline` for skipping, invalidation and atomicity.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -56,15 +57,21 @@ from attention_paths.tasks.oneshot import (
 )
 from attention_paths.tasks.pruning import PRUNING_EXPERIMENT, pruning_summary, run_pruning
 
-__all__ = ["reproduction_stages"]
+__all__ = ["reproduction_stages", "slim_hmc_result"]
 
 
 # The expensive, stable stages are keyed by the library code they run only (an edit elsewhere in the
 # package, this file included, does not retrain the network; use --force train after changing their glue
 # below); every other stage by the whole package.
 DATA_CODE = ("base/config.py", "base/io.py", "base/progress.py", "tasks/omniglot/data.py")
-TRAIN_CODE = DATA_CODE + ("base/provenance.py", "theory/attention.py", "theory/checks.py", "tasks/omniglot/episodes.py",
-                          "tasks/omniglot/model.py", "tasks/omniglot/training.py")
+TRAIN_CODE = DATA_CODE + (
+    "base/provenance.py",
+    "theory/attention.py",
+    "theory/checks.py",
+    "tasks/omniglot/episodes.py",
+    "tasks/omniglot/model.py",
+    "tasks/omniglot/training.py",
+)
 
 
 def _tau_name(tau: float) -> str:
@@ -78,8 +85,10 @@ def stage_data(ctx: StageContext) -> dict:
     info = {}
     for split in ("train", "val", "test"):
         images = np.ascontiguousarray(load_split(split).images)
-        info[f"omniglot-{split}"] = {"shape": list(images.shape),
-                                     "sha256": hashlib.sha256(images.tobytes()).hexdigest()}
+        info[f"omniglot-{split}"] = {
+            "shape": list(images.shape),
+            "sha256": hashlib.sha256(images.tobytes()).hexdigest(),
+        }
     for name in ("MNIST", "FashionMNIST"):
         ood = load_ood(name)
         arr = np.ascontiguousarray(ood["test"])
@@ -99,11 +108,16 @@ def stage_train(ctx: StageContext) -> dict:
         path, record = committed
         shutil.copyfile(path, ctx.out / "model.pt")
         shutil.copyfile(path.parent / "record.json", ctx.out / "record.json")
-        return {"source": f"committed checkpoint data/omniglot-{network}/model.pt",
-                "sha256": record["exported"]["sha256"]}
+        return {
+            "source": f"committed checkpoint data/omniglot-{network}/model.pt",
+            "sha256": record["exported"]["sha256"],
+        }
     train(config_for(network), ctx.work, progress=ctx.progress)
     record = export_checkpoint(ctx.work, ctx.out)
-    return {"source": f"trained by the train stage ({record.get('device', '?')})", "sha256": record["exported"]["sha256"]}
+    return {
+        "source": f"trained by the train stage ({record.get('device', '?')})",
+        "sha256": record["exported"]["sha256"],
+    }
 
 
 def stage_export(ctx: StageContext) -> dict:
@@ -119,17 +133,29 @@ def stage_export(ctx: StageContext) -> dict:
 
 def _save_grid(grid: dict, path: Path):
 
-    atomic_savez(path, widths=grid["widths"], taus=grid["taus"], U=grid["U"], seconds=np.array(grid["seconds"]),
-                 grad_max=grid["solver"]["grad_max"], n_iter=grid["solver"]["n_iter"],
-                 **{f"accuracy/{s}": a for s, a in grid["accuracy"].items()})
+    atomic_savez(
+        path,
+        widths=grid["widths"],
+        taus=grid["taus"],
+        U=grid["U"],
+        seconds=np.array(grid["seconds"]),
+        grad_max=grid["solver"]["grad_max"],
+        n_iter=grid["solver"]["n_iter"],
+        **{f"accuracy/{s}": a for s, a in grid["accuracy"].items()},
+    )
 
 
 def _load_grid(path: Path) -> dict:
 
     a = load_npz(path)
-    return {"widths": a["widths"], "taus": a["taus"], "U": a["U"], "seconds": float(a["seconds"]),
-            "solver": {"grad_max": a["grad_max"], "n_iter": a["n_iter"]},
-            "accuracy": {k.split("/", 1)[1]: v for k, v in a.items() if k.startswith("accuracy/")}}
+    return {
+        "widths": a["widths"],
+        "taus": a["taus"],
+        "U": a["U"],
+        "seconds": float(a["seconds"]),
+        "solver": {"grad_max": a["grad_max"], "n_iter": a["n_iter"]},
+        "accuracy": {k.split("/", 1)[1]: v for k, v in a.items() if k.startswith("accuracy/")},
+    }
 
 
 def stage_grid(ctx: StageContext) -> dict:
@@ -155,11 +181,26 @@ def _oneshot_result(ctx: StageContext, with_samples: bool) -> dict:
 
     data = load_oneshot_data(ctx.inputs["export"] / "oneshot_data.npz")
     grid = merge_grids([_load_grid(ctx.inputs[d] / "grid.npz") for d in ctx.inputs if d.startswith("grid-tau")])
-    samples = ({int(d.split("-N", 1)[1]): sampling.load_samples(ctx.inputs[d] / "samples.npz")
-                for d in ctx.inputs if d.startswith("sample-N")} if with_samples else None)
+    samples = (
+        {
+            int(d.split("-N", 1)[1]): sampling.load_samples(ctx.inputs[d] / "samples.npz")
+            for d in ctx.inputs
+            if d.startswith("sample-N")
+        }
+        if with_samples
+        else None
+    )
     _, record = results.stage_network(ctx.inputs["train"])
-    return run_oneshot(ctx.params["scale"], network=ctx.params["network"], data=data, grid=grid, samples=samples,
-                       sample=False, record=record, progress=ctx.progress)
+    return run_oneshot(
+        ctx.params["scale"],
+        network=ctx.params["network"],
+        data=data,
+        grid=grid,
+        samples=samples,
+        sample=False,
+        record=record,
+        progress=ctx.progress,
+    )
 
 
 def stage_oneshot(ctx: StageContext) -> dict:
@@ -183,7 +224,7 @@ def stage_pruning(ctx: StageContext) -> dict:
     return {"claims": {c["id"]: c["passed"] for c in summary["claims"]}}
 
 
-def _slim_hmc(res: dict) -> dict:
+def slim_hmc_result(res: dict) -> dict:
     """The hmc result without the raw input sequences of the seed sets other than the headline one (the
     chapter uses only their sweeps; 57 MB per task at the paper's 1000 test sequences)."""
 
@@ -197,7 +238,7 @@ def _slim_hmc(res: dict) -> dict:
     return dict(res, sets=sets)
 
 
-_STORABLE = {"hmc": _slim_hmc}
+_STORABLE = {"hmc": slim_hmc_result}
 
 
 def stage_experiment(ctx: StageContext) -> dict:
@@ -211,8 +252,9 @@ def stage_experiment(ctx: StageContext) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ the pipeline
-def reproduction_stages(scale: str | None = None, *, network: str | None = None, retrain: bool = False,
-                        sampling: dict | None = None) -> list[Stage]:
+def reproduction_stages(
+    scale: str | None = None, *, network: str | None = None, retrain: bool = False, sampling: dict | None = None
+) -> list[Stage]:
     """The stages that regenerate every result of the book at ``scale``.
 
     Parameters
@@ -232,26 +274,47 @@ def reproduction_stages(scale: str | None = None, *, network: str | None = None,
     if sampling:
         cfg["sampling"] = with_budget(cfg["sampling"], sampling)
     committed = config.repo_data_dir() / f"omniglot-{network}" / "record.json"
-    committed_sha = (json.loads(committed.read_text())["exported"]["sha256"]
-                     if committed.exists() and not retrain else None)
+    committed_sha = (
+        json.loads(committed.read_text())["exported"]["sha256"] if committed.exists() and not retrain else None
+    )
     # what the extraction reads (the sampler budget must not invalidate it)
     extract_cfg = {k: cfg[k] for k in ("network", "P", "n_eval", "train_batches", "eval_pool")}
-    grids = [Stage(_tau_name(t), stage_grid, {"tau": float(t), "widths": sorted(cfg["widths"])}, deps=("export",))
-             for t in sorted(cfg["taus"])]
-    samples = [Stage(f"sample-N{N}", stage_sample, {"N": int(N), "sampling": cfg["sampling"]}, deps=("export",),
-                     gpu=True) for N in cfg["sampling"]["widths"]]
+    grids = [
+        Stage(_tau_name(t), stage_grid, {"tau": float(t), "widths": sorted(cfg["widths"])}, deps=("export",))
+        for t in sorted(cfg["taus"])
+    ]
+    samples = [
+        Stage(f"sample-N{N}", stage_sample, {"N": int(N), "sampling": cfg["sampling"]}, deps=("export",), gpu=True)
+        for N in cfg["sampling"]["widths"]
+    ]
     common = {"scale": scale, "network": network}
     stages = [
         Stage("data", stage_data, {"datasets": ["omniglot", "MNIST", "FashionMNIST"]}, code=DATA_CODE),
-        Stage("train", stage_train, {"network": network, "retrain": retrain, "committed_sha256": committed_sha},
-              deps=("data",), gpu=True, code=TRAIN_CODE),
+        Stage(
+            "train",
+            stage_train,
+            {"network": network, "retrain": retrain, "committed_sha256": committed_sha},
+            deps=("data",),
+            gpu=True,
+            code=TRAIN_CODE,
+        ),
         Stage("export", stage_export, {"config": extract_cfg}, deps=("train",)),
-        *grids, *samples,
-        Stage("omniglot-theory", stage_oneshot, dict(common, config=cfg),
-              deps=("train", "export", *[g.name for g in grids], *[s.name for s in samples])),
-        Stage("pruning", stage_pruning, dict(common, config=extract_cfg | {k: cfg[k] for k in ("widths", "taus")},
-                                             pruning=PRUNING_EXPERIMENT[scale]),
-              deps=("train", "export", *[g.name for g in grids])),
+        *grids,
+        *samples,
+        Stage(
+            "omniglot-theory",
+            stage_oneshot,
+            dict(common, config=cfg),
+            deps=("train", "export", *[g.name for g in grids], *[s.name for s in samples]),
+        ),
+        Stage(
+            "pruning",
+            stage_pruning,
+            dict(
+                common, config=extract_cfg | {k: cfg[k] for k in ("widths", "taus")}, pruning=PRUNING_EXPERIMENT[scale]
+            ),
+            deps=("train", "export", *[g.name for g in grids]),
+        ),
     ]
     for name, gpu in (("theory", False), ("posterior", True), ("hmc", True)):
         stages.append(Stage(name, stage_experiment, {"experiment": name, "scale": scale}, gpu=gpu))

@@ -6,16 +6,25 @@ JAX, numpyro and arviz are optional dependencies (``pip install attention-paths[
 seconds to start, and JAX reads ``XLA_FLAGS`` (the CPU device count) only when it starts; so the names below
 load their module on first use, and importing :mod:`attention_paths.sampling` costs nothing.
 """
+
 from __future__ import annotations
 
 import importlib
 
 from attention_paths.sampling.agreement import mean_agreement, order_parameter_agreement
 
-_LAZY = {"sample_full": "nuts", "sample_rao_blackwell": "nuts", "DEFAULT_TREE_DEPTH": "nuts",
-         "SamplerConfig": "samples", "PosteriorSamples": "samples", "load_samples": "samples",
-         "SamplingWarning": "diagnostics", "ess_bulk": "diagnostics", "rhat": "diagnostics",
-         "chain_diagnostics": "diagnostics"}
+_LAZY = {
+    "sample_full": "nuts",
+    "sample_rao_blackwell": "nuts",
+    "DEFAULT_TREE_DEPTH": "nuts",
+    "SamplerConfig": "samples",
+    "PosteriorSamples": "samples",
+    "load_samples": "samples",
+    "SamplingWarning": "diagnostics",
+    "ess_bulk": "diagnostics",
+    "rhat": "diagnostics",
+    "chain_diagnostics": "diagnostics",
+}
 
 __all__ = ["mean_agreement", "order_parameter_agreement", *_LAZY]
 

@@ -3,6 +3,7 @@
 The thresholds of "agree" belong to the claims of each task (:mod:`attention_paths.tasks`); these functions
 compute the numbers they are judged on.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,13 @@ def mean_agreement(sampled_mean, theory_mean, y, mcse=None) -> dict:
     if ms.shape != th.shape:
         raise ValueError(f"sampled and theory means differ in shape: {ms.shape} vs {th.shape}")
     flips = np.sign(ms) != np.sign(th)
-    out = {"theory": accuracy(th, y), "sampled": accuracy(ms, y), "corr": float(np.corrcoef(ms, th)[0, 1]),
-           "flips": int(flips.sum()), "n": int(len(ms))}
+    out = {
+        "theory": accuracy(th, y),
+        "sampled": accuracy(ms, y),
+        "corr": float(np.corrcoef(ms, th)[0, 1]),
+        "flips": int(flips.sum()),
+        "n": int(len(ms)),
+    }
     if mcse is not None:
         out["flips_beyond_mc"] = int((flips & (np.abs(th) > 3 * np.asarray(mcse))).sum())
     return out
@@ -39,5 +45,7 @@ def order_parameter_agreement(U_hat, U_theory, big: float = 0.1, top: float = 0.
         raise ValueError(f"U_hat and U* differ in shape: {Uh.shape} vs {Ut.shape}")
     scale = np.abs(Ut).max()
     large, largest = np.abs(Ut) >= big * scale, np.abs(Ut) >= top * scale
-    return {"signs_equal": bool(np.all(np.sign(Uh[large]) == np.sign(Ut[large]))),
-            "max_rel_error": float(np.max(np.abs(Uh[largest] - Ut[largest]) / np.abs(Ut[largest])))}
+    return {
+        "signs_equal": bool(np.all(np.sign(Uh[large]) == np.sign(Ut[large]))),
+        "max_rel_error": float(np.max(np.abs(Uh[largest] - Ut[largest]) / np.abs(Ut[largest]))),
+    }

@@ -1,4 +1,5 @@
 """Sampler diagnostics: bulk ESS and R-hat (arviz), per-run summaries and the warning for unreliable runs."""
+
 from __future__ import annotations
 
 import warnings
@@ -44,10 +45,15 @@ def chain_diagnostics(extra: dict, U, outputs, n_outputs: int = 5) -> dict:
     iu = np.triu_indices(U.shape[-1])
     Uent = U[..., iu[0], iu[1]]  # [chains, draws, n_entries]
     out = outputs[..., :n_outputs]
-    d = {"divergences": int(div.sum()), "divergences_per_chain": div.sum(axis=1).tolist(),
-         "mean_accept_prob": float(acc.mean()), "mean_tree_steps": float(steps.mean()),
-         "ess_bulk_U_min": float(ess_bulk(Uent).min()), "ess_bulk_U_median": float(np.median(ess_bulk(Uent))),
-         "ess_bulk_outputs_min": float(ess_bulk(out).min())}
+    d = {
+        "divergences": int(div.sum()),
+        "divergences_per_chain": div.sum(axis=1).tolist(),
+        "mean_accept_prob": float(acc.mean()),
+        "mean_tree_steps": float(steps.mean()),
+        "ess_bulk_U_min": float(ess_bulk(Uent).min()),
+        "ess_bulk_U_median": float(np.median(ess_bulk(Uent))),
+        "ess_bulk_outputs_min": float(ess_bulk(out).min()),
+    }
     if U.shape[0] > 1:
         d["rhat_U_max"] = float(np.nanmax(rhat(Uent)))
         d["rhat_outputs_max"] = float(np.nanmax(rhat(out)))
@@ -65,5 +71,8 @@ def warn_if_bad(d: dict, kind: str) -> None:
         if d[key] > 1.05:
             problems.append(f"{key} = {d[key]:.3f} > 1.05")
     if problems:
-        warnings.warn(f"{kind} sampler: " + "; ".join(problems) + " -- treat the estimates with care",
-                      SamplingWarning, stacklevel=3)
+        warnings.warn(
+            f"{kind} sampler: " + "; ".join(problems) + " -- treat the estimates with care",
+            SamplingWarning,
+            stacklevel=3,
+        )

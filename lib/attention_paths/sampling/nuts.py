@@ -13,6 +13,7 @@ Two samplers share one interface:
 Weights are sampled in standardised form (``V = sigma Z``, ``Z ~ N(0, 1)``), which leaves the posterior
 unchanged.  JAX runs in float64.  This module imports JAX and numpyro; nothing else in the package does.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,8 +45,16 @@ from attention_paths.theory.architecture import Architecture  # noqa: E402
 from attention_paths.theory.checks import check_features, check_training_set  # noqa: E402
 from attention_paths.theory.kernels import PathKernel  # noqa: E402
 
-__all__ = ["sample_full", "sample_rao_blackwell", "DEFAULT_TREE_DEPTH", "full_model", "full_forward", "rb_model",
-           "marginal_nll", "KernelOps"]
+__all__ = [
+    "sample_full",
+    "sample_rao_blackwell",
+    "DEFAULT_TREE_DEPTH",
+    "full_model",
+    "full_forward",
+    "rb_model",
+    "marginal_nll",
+    "KernelOps",
+]
 
 
 # ------------------------------------------------------------------------------------------ models
@@ -173,13 +182,18 @@ def _resolved(config: SamplerConfig, kind: str) -> SamplerConfig:
 def _run(model, config: SamplerConfig, progress: bool | None, **kwargs) -> tuple[MCMC, float]:
     kernel = NUTS(model, target_accept_prob=config.target_accept, max_tree_depth=config.max_tree_depth)
     show = (not quiet()) if progress is None else (progress and not quiet())
-    mcmc = MCMC(kernel, num_warmup=config.num_warmup, num_samples=config.num_samples,
-                num_chains=config.num_chains, chain_method=config.chain_method, progress_bar=show)
+    mcmc = MCMC(
+        kernel,
+        num_warmup=config.num_warmup,
+        num_samples=config.num_samples,
+        num_chains=config.num_chains,
+        chain_method=config.chain_method,
+        progress_bar=show,
+    )
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*There are not enough devices.*")
-        mcmc.run(jax.random.PRNGKey(config.seed), extra_fields=("diverging", "accept_prob", "num_steps"),
-                 **kwargs)
+        mcmc.run(jax.random.PRNGKey(config.seed), extra_fields=("diverging", "accept_prob", "num_steps"), **kwargs)
     samples = mcmc.get_samples(group_by_chain=True)
     jax.block_until_ready(samples)
     return mcmc, time.perf_counter() - t0
@@ -200,8 +214,17 @@ def _sample_U(samples, arch: Architecture) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------ samplers
-def sample_full(xi_train, y, tau: float, arch: Architecture, xi_test, *, sigma0_2: float = 1.0,
-                config: SamplerConfig = SamplerConfig(), progress: bool | None = None) -> PosteriorSamples:
+def sample_full(
+    xi_train,
+    y,
+    tau: float,
+    arch: Architecture,
+    xi_test,
+    *,
+    sigma0_2: float = 1.0,
+    config: SamplerConfig = SamplerConfig(),
+    progress: bool | None = None,
+) -> PosteriorSamples:
     """Full-weight NUTS over ``V0``, the value matrices and the readout (the paper's protocol, T§13.1).
 
     Parameters
@@ -221,38 +244,62 @@ def sample_full(xi_train, y, tau: float, arch: Architecture, xi_test, *, sigma0_
     xi_train, y, tau = check_training_set(xi_train, y, tau, "training path inputs")
     xi_test = check_features(xi_test, "test path inputs", f"[M, {xi_train.shape[1]}, {xi_train.shape[2]}]")
     if xi_test.shape[1:] != xi_train.shape[1:]:
-        raise ValueError(f"test path inputs must have shape [M, {xi_train.shape[1]}, {xi_train.shape[2]}], "
-                         f"got {xi_test.shape}")
+        raise ValueError(
+            f"test path inputs must have shape [M, {xi_train.shape[1]}, {xi_train.shape[2]}], got {xi_test.shape}"
+        )
     if arch.n_paths != xi_train.shape[1]:
         raise ValueError(f"architecture has {arch.n_paths} paths, inputs have {xi_train.shape[1]}")
     config = _resolved(config, "full")
-    mcmc, wall = _run(full_model, config, progress, xi=jnp.asarray(xi_train), y=jnp.asarray(y), arch=arch,
-                      sigma0_2=float(sigma0_2), tau=tau)
+    mcmc, wall = _run(
+        full_model,
+        config,
+        progress,
+        xi=jnp.asarray(xi_train),
+        y=jnp.asarray(y),
+        arch=arch,
+        sigma0_2=float(sigma0_2),
+        tau=tau,
+    )
     s = mcmc.get_samples(group_by_chain=True)
     N = [int(n) for n in arch.widths]
     s2 = arch.sigma2
     xt = jnp.asarray(xi_test)
 
     def out(V0, a, *Vs):
-        return full_forward(math.sqrt(sigma0_2) * V0, math.sqrt(s2[-1]) * a,
-                             [math.sqrt(s2[l]) * V for l, V in enumerate(Vs)], xt, N)
+        return full_forward(
+            math.sqrt(sigma0_2) * V0, math.sqrt(s2[-1]) * a, [math.sqrt(s2[l]) * V for l, V in enumerate(Vs)], xt, N
+        )
 
     names = [f"V{l + 1}" for l in range(arch.n_layers)]
     f_test = np.asarray(jax.vmap(jax.vmap(out))(s["V0"], s["a"], *[s[n] for n in names]))
     U = _sample_U(s, arch)
     diag = chain_diagnostics(mcmc.get_extra_fields(group_by_chain=True), U, f_test)
     warn_if_bad(diag, "full-weight")
-    settings = {"sampler": asdict(config), "tau": tau, "sigma0_2": float(sigma0_2),
-                "arch": {"heads": arch.heads, "widths": arch.widths, "sigma2": arch.sigma2},
-                "P": int(xi_train.shape[0]), "M": int(xi_test.shape[0]),
-                "n_parameters": int(N[0] * xi_train.shape[2] + sum(H * N[l + 1] * N[l] for l, H in enumerate(arch.heads))
-                                    + N[-1])}
+    settings = {
+        "sampler": asdict(config),
+        "tau": tau,
+        "sigma0_2": float(sigma0_2),
+        "arch": {"heads": arch.heads, "widths": arch.widths, "sigma2": arch.sigma2},
+        "P": int(xi_train.shape[0]),
+        "M": int(xi_test.shape[0]),
+        "n_parameters": int(
+            N[0] * xi_train.shape[2] + sum(H * N[l + 1] * N[l] for l, H in enumerate(arch.heads)) + N[-1]
+        ),
+    }
     return PosteriorSamples("full", settings, U, f_test, np.zeros_like(f_test), diag, wall)
 
 
-def sample_rao_blackwell(features_train, y, tau: float, arch: Architecture, features_test, *,
-                         config: SamplerConfig = SamplerConfig(), progress: bool | None = None,
-                         max_gram_bytes: float = 2 * 1024**3) -> PosteriorSamples:
+def sample_rao_blackwell(
+    features_train,
+    y,
+    tau: float,
+    arch: Architecture,
+    features_test,
+    *,
+    config: SamplerConfig = SamplerConfig(),
+    progress: bool | None = None,
+    max_gram_bytes: float = 2 * 1024**3,
+) -> PosteriorSamples:
     """NUTS on the exact marginal posterior of the value matrices and readout, ``V0`` integrated out (T§13.3).
 
     Parameters
@@ -286,10 +333,14 @@ def sample_rao_blackwell(features_train, y, tau: float, arch: Architecture, feat
     diag = chain_diagnostics(mcmc.get_extra_fields(group_by_chain=True), U, mean)
     warn_if_bad(diag, "Rao-Blackwellised")
     N = [int(n) for n in arch.widths]
-    settings = {"sampler": asdict(config), "tau": tau,
-                "arch": {"heads": arch.heads, "widths": arch.widths, "sigma2": arch.sigma2},
-                "P": int(P), "M": int(Xt.shape[0]),
-                "n_parameters": int(sum(H * N[l + 1] * N[l] for l, H in enumerate(arch.heads)) + N[-1])}
+    settings = {
+        "sampler": asdict(config),
+        "tau": tau,
+        "arch": {"heads": arch.heads, "widths": arch.widths, "sigma2": arch.sigma2},
+        "P": int(P),
+        "M": int(Xt.shape[0]),
+        "n_parameters": int(sum(H * N[l + 1] * N[l] for l, H in enumerate(arch.heads)) + N[-1]),
+    }
     return PosteriorSamples("rao-blackwell", settings, U, mean, var, diag, wall)
 
 
@@ -313,7 +364,7 @@ def _conditional_predictions(U, ops: KernelOps, y, tau, Xt, batch: int = 64):
     flat = U.reshape(-1, Pi, Pi)
     means, vars_ = [], []
     for i in range(0, flat.shape[0], batch):
-        m, v = jax.lax.map(one, jnp.asarray(flat[i:i + batch]))
+        m, v = jax.lax.map(one, jnp.asarray(flat[i : i + batch]))
         means.append(np.asarray(m))
         vars_.append(np.asarray(v))
     shape = U.shape[:2] + (M,)

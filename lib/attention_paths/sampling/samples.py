@@ -1,5 +1,6 @@
 """Posterior samples of one sampling run (arrays, summaries, Monte Carlo errors, files) and the sampler
 settings."""
+
 from __future__ import annotations
 
 import json
@@ -117,10 +118,19 @@ class PosteriorSamples:
 
     def save(self, path) -> Path:
         """Write all arrays and settings to one ``.npz`` file, atomically."""
-        meta = {"kind": self.kind, "settings": self.settings, "diagnostics": self.diagnostics,
-                "wall_seconds": self.wall_seconds, "format": 1}
-        arrays = {"U": self.U, "mean_samples": self.mean_samples, "var_samples": self.var_samples,
-                  "meta_json": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)}
+        meta = {
+            "kind": self.kind,
+            "settings": self.settings,
+            "diagnostics": self.diagnostics,
+            "wall_seconds": self.wall_seconds,
+            "format": 1,
+        }
+        arrays = {
+            "U": self.U,
+            "mean_samples": self.mean_samples,
+            "var_samples": self.var_samples,
+            "meta_json": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+        }
         arrays.update({f"extra_{k}": np.asarray(v) for k, v in self.extra.items()})
         return atomic_write(Path(path), lambda fh: np.savez_compressed(fh, **arrays))
 
@@ -136,12 +146,22 @@ def load_samples(path) -> PosteriorSamples:
         raise FileNotFoundError(f"sampling result {path} does not exist") from None
     except Exception as err:  # zip, JSON or key errors all mean a damaged file
         raise ValueError(f"sampling result {path} is corrupted or not a sampling result ({err!r})") from None
-    missing = [k for k in ("kind", "settings", "diagnostics", "wall_seconds") if k not in meta] + \
-        [k for k in ("U", "mean_samples", "var_samples") if k not in arrays]
+    missing = [k for k in ("kind", "settings", "diagnostics", "wall_seconds") if k not in meta] + [
+        k for k in ("U", "mean_samples", "var_samples") if k not in arrays
+    ]
     if missing:
-        raise ValueError(f"sampling result {path} is incomplete: it lacks {missing} (not written by "
-                         "PosteriorSamples.save, or damaged)")
-    extra = {k[len("extra_"):]: v for k, v in arrays.items() if k.startswith("extra_")}
-    return PosteriorSamples(kind=meta["kind"], settings=meta["settings"], U=arrays["U"],
-                            mean_samples=arrays["mean_samples"], var_samples=arrays["var_samples"],
-                            diagnostics=meta["diagnostics"], wall_seconds=meta["wall_seconds"], extra=extra)
+        raise ValueError(
+            f"sampling result {path} is incomplete: it lacks {missing} (not written by "
+            "PosteriorSamples.save, or damaged)"
+        )
+    extra = {k[len("extra_") :]: v for k, v in arrays.items() if k.startswith("extra_")}
+    return PosteriorSamples(
+        kind=meta["kind"],
+        settings=meta["settings"],
+        U=arrays["U"],
+        mean_samples=arrays["mean_samples"],
+        var_samples=arrays["var_samples"],
+        diagnostics=meta["diagnostics"],
+        wall_seconds=meta["wall_seconds"],
+        extra=extra,
+    )

@@ -22,6 +22,7 @@ Heads are W-form matrices (T§2.2) with inverse temperature ``beta = 10``: the *
 previous token when it is in the same state and to the (zero) BOS token otherwise; the *uniform* head
 attends uniformly; a *random* head has Gaussian entries and gives sharp, task-irrelevant attention.
 """
+
 from __future__ import annotations
 
 import time
@@ -43,12 +44,42 @@ from attention_paths.theory.predictor import class_block_contrast, kernel_alignm
 from attention_paths.theory.scores import head_scores
 from attention_paths.theory.solver import solve_continuation
 
-__all__ = ["N_FEATURES", "N_STATES", "embeddings", "sample_states", "make_sequences", "good_head", "uniform_head",
-           "random_head", "GENERATORS", "HMCSeeds", "HMCTask", "make_hmc_task", "MAIN_PATHS", "MAIN_ORDER", "NOISY_PATHS",
-           "single_path_U", "subnetwork_U", "repeat_coordinate", "difference_order_parameter",
-           "cross_weight_ratio", "difference_scan", "HMC_EXPERIMENT", "theory_sweep", "ablations", "seed_set_summary",
-           "run_hmc", "sample_hmc", "hmc_summary", "hmc_claims",
-           "format_sweep", "sampling_records", "format_sampling", "format_seed_sets", "seed_set_label"]
+__all__ = [
+    "N_FEATURES",
+    "N_STATES",
+    "embeddings",
+    "sample_states",
+    "make_sequences",
+    "good_head",
+    "uniform_head",
+    "random_head",
+    "GENERATORS",
+    "HMCSeeds",
+    "HMCTask",
+    "make_hmc_task",
+    "MAIN_PATHS",
+    "MAIN_ORDER",
+    "NOISY_PATHS",
+    "single_path_U",
+    "subnetwork_U",
+    "repeat_coordinate",
+    "difference_order_parameter",
+    "cross_weight_ratio",
+    "difference_scan",
+    "HMC_EXPERIMENT",
+    "theory_sweep",
+    "ablations",
+    "seed_set_summary",
+    "run_hmc",
+    "sample_hmc",
+    "hmc_summary",
+    "hmc_claims",
+    "format_sweep",
+    "sampling_records",
+    "format_sampling",
+    "format_seed_sets",
+    "seed_set_label",
+]
 
 N_FEATURES = 200  # feature width N_f
 N_STATES = 30  # state tokens per sequence (T = 31 with the BOS token)
@@ -83,9 +114,17 @@ def sample_states(n: int, p_stay: float, rng: np.random.Generator, n_states: int
     return np.concatenate([first, first * np.cumprod(flips, axis=1)], axis=1)
 
 
-def make_sequences(P: int, seed: int, *, p_stay=(0.7, 0.3), sigma_sum: float = 1.0, sigma_diff: float = 1.0,
-                   sigma_perp: float = 1.0, nf: int = N_FEATURES,
-                   generator: str = "numpy-pcg64") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def make_sequences(
+    P: int,
+    seed: int,
+    *,
+    p_stay=(0.7, 0.3),
+    sigma_sum: float = 1.0,
+    sigma_diff: float = 1.0,
+    sigma_perp: float = 1.0,
+    nf: int = N_FEATURES,
+    generator: str = "numpy-pcg64",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A labelled data set of ``P`` sequences, the first half of class +1, the second of class -1.
 
     Parameters
@@ -189,8 +228,9 @@ def uniform_head(beta: float = BETA, nf: int = N_FEATURES) -> np.ndarray:
     return beta * _blocks(np.zeros((nf, nf)), np.ones((T, T)), nf=nf)
 
 
-def random_head(seed: int, eps: float = 1.0, beta: float = BETA, nf: int = N_FEATURES,
-                generator: str = "numpy-pcg64") -> np.ndarray:
+def random_head(
+    seed: int, eps: float = 1.0, beta: float = BETA, nf: int = N_FEATURES, generator: str = "numpy-pcg64"
+) -> np.ndarray:
     """A random head: Gaussian blocks of strength ``eps`` (feature ``/nf``, position ``1``, cross ``/sqrt nf``).
 
     Draw order as in the reference: feature block, position block, then a full ``N0 x N0`` Gaussian of
@@ -275,8 +315,14 @@ class HMCTask:
         return int(np.prod(self.heads))
 
 
-def make_hmc_task(network: str = "main", seeds: HMCSeeds = HMCSeeds(), P: int = 100, P_test: int = 1000,
-                  sigma_perp: float | None = None, beta: float = BETA) -> HMCTask:
+def make_hmc_task(
+    network: str = "main",
+    seeds: HMCSeeds = HMCSeeds(),
+    P: int = 100,
+    P_test: int = 1000,
+    sigma_perp: float | None = None,
+    beta: float = BETA,
+) -> HMCTask:
     """Build one of the networks of spec §A.3 on its data.
 
     ``network``:
@@ -292,8 +338,10 @@ def make_hmc_task(network: str = "main", seeds: HMCSeeds = HMCSeeds(), P: int = 
     good, unif = good_head(beta), uniform_head(beta)
     gen = seeds.generator
     if network == "main":
-        heads = [[good, random_head(seeds.random_1, beta=beta, generator=gen)],
-                 [unif, random_head(seeds.random_2, beta=beta, generator=gen)]]
+        heads = [
+            [good, random_head(seeds.random_1, beta=beta, generator=gen)],
+            [unif, random_head(seeds.random_2, beta=beta, generator=gen)],
+        ]
         names, s_perp = MAIN_PATHS, 1.0
     elif network == "noisy":
         heads = [[good, random_head(seeds.random_1, eps=0.0, beta=beta, generator=gen)], [unif]]
@@ -311,8 +359,9 @@ def make_hmc_task(network: str = "main", seeds: HMCSeeds = HMCSeeds(), P: int = 
     r = readout_vector("last", N_STATES + 1)
     xi_tr = path_inputs(x_tr, layers, r).numpy()
     xi_te = path_inputs(x_te, layers, r).numpy()
-    return HMCTask(network, x_tr, y_tr, x_te, y_te, layers, r, names, path_features(xi_tr), path_features(xi_te),
-                   xi_tr, xi_te)
+    return HMCTask(
+        network, x_tr, y_tr, x_te, y_te, layers, r, names, path_features(xi_tr), path_features(xi_te), xi_tr, xi_te
+    )
 
 
 def single_path_U(n_paths: int, path: int, separate_network: bool = True) -> np.ndarray:
@@ -354,7 +403,8 @@ def repeat_coordinate(xi, nf: int = N_FEATURES) -> np.ndarray:
 
 
 def difference_order_parameter(n_paths: int, g: int, d: int, c: float) -> np.ndarray:
-    """Rank-one ``U`` whose kernel is that of the single feature ``xi^g - c xi^d``: ``U = u u^T``, ``u = e_g - c e_d``."""
+    """Rank-one ``U`` whose kernel is that of the single feature ``xi^g - c xi^d``:
+    ``U = u u^T``, ``u = e_g - c e_d``."""
     if g == d or not (0 <= g < n_paths and 0 <= d < n_paths):
         raise ValueError(f"g and d must be two different paths of {n_paths}, got {g} and {d}")
     u = np.zeros(n_paths)
@@ -375,20 +425,28 @@ def difference_scan(task: HMCTask, cs, tau: float, g: int = 0, d: int | None = N
 
 
 # ------------------------------------------------------------------------------------------ the chapter
-_HMC_QUICK = dict(widths=(10, 30, 50, 100, 300, 500, 1000), tau=0.01, P=100, P_test=1000, seed_sets=5,
-                  heat_widths=(10, 100, 1000), kernel_subset=(tuple(range(0, 25)), tuple(range(75, 100))),
-                  n_align=30,
-                  sampling={"main": {"rb": (10,), "full": ()}, "noisy": {"rb": (10,), "full": ()}},
-                  sampler=dict(num_chains=2, num_warmup=300, num_samples=300, seed=1))
+_HMC_QUICK = dict(
+    widths=(10, 30, 50, 100, 300, 500, 1000),
+    tau=0.01,
+    P=100,
+    P_test=1000,
+    seed_sets=5,
+    heat_widths=(10, 100, 1000),
+    kernel_subset=(tuple(range(0, 25)), tuple(range(75, 100))),
+    n_align=30,
+    sampling={"main": {"rb": (10,), "full": ()}, "noisy": {"rb": (10,), "full": ()}},
+    sampler=dict(num_chains=2, num_warmup=300, num_samples=300, seed=1),
+)
 HMC_EXPERIMENT = {
     # The theory runs at the paper's sizes at both scales; only the sampling budget differs.
     "quick": _HMC_QUICK,
-    "paper": dict(_HMC_QUICK,
-                  # the Rao-Blackwellised sampler is ~10x faster per effective sample here (P = 100); the
-                  # full-weight one cross-checks it at N = 10
-                  sampling={"main": {"rb": (10, 30, 100), "full": (10,)},
-                            "noisy": {"rb": (10, 30, 100), "full": (10,)}},
-                  sampler=dict(num_chains=4, num_warmup=500, num_samples=500, seed=1, chain_method="parallel")),
+    "paper": dict(
+        _HMC_QUICK,
+        # the Rao-Blackwellised sampler is ~10x faster per effective sample here (P = 100); the
+        # full-weight one cross-checks it at N = 10
+        sampling={"main": {"rb": (10, 30, 100), "full": (10,)}, "noisy": {"rb": (10, 30, 100), "full": (10,)}},
+        sampler=dict(num_chains=4, num_warmup=500, num_samples=500, seed=1, chain_method="parallel"),
+    ),
 }
 
 
@@ -405,9 +463,15 @@ def theory_sweep(task: HMCTask, widths, tau: float, progress: bool = False) -> d
     results = solve_continuation(actions, progress=progress, desc=f"{task.name} widths")[::-1]
     preds = [predict(r.U, task.features_train, task.y_train, tau, task.features_test) for r in results]
     gp = predict(np.eye(task.n_paths), task.features_train, task.y_train, tau, task.features_test)
-    return {"widths": np.array(widths), "results": results, "U": np.array([r.U for r in results]),
-            "predictions": preds, "accuracy": np.array([p.accuracy(task.y_test) for p in preds]),
-            "gp": gp, "gp_accuracy": gp.accuracy(task.y_test)}
+    return {
+        "widths": np.array(widths),
+        "results": results,
+        "U": np.array([r.U for r in results]),
+        "predictions": preds,
+        "accuracy": np.array([p.accuracy(task.y_test) for p in preds]),
+        "gp": gp,
+        "gp_accuracy": gp.accuracy(task.y_test),
+    }
 
 
 def _accuracy_with(task: HMCTask, U, tau: float) -> float:
@@ -416,7 +480,9 @@ def _accuracy_with(task: HMCTask, U, tau: float) -> float:
         check_psd(U)
     except ValueError:
         return float("nan")
-    return predict(U, task.features_train, task.y_train, tau, task.features_test, return_var=False).accuracy(task.y_test)
+    return predict(U, task.features_train, task.y_train, tau, task.features_test, return_var=False).accuracy(
+        task.y_test
+    )
 
 
 def ablations(U) -> dict:
@@ -428,8 +494,10 @@ def ablations(U) -> dict:
     U = np.asarray(U, dtype=np.float64)
     if U.shape != (2, 2):
         raise ValueError(f"ablations are defined for the 2-path network, got U of shape {U.shape}")
-    return {"diagonal_only": np.diag(np.diag(U)),
-            "equalised_diagonal": np.array([[U[0, 0], U[0, 1]], [U[0, 1], U[0, 0]]])}
+    return {
+        "diagonal_only": np.diag(np.diag(U)),
+        "equalised_diagonal": np.array([[U[0, 0], U[0, 1]], [U[0, 1], U[0, 0]]]),
+    }
 
 
 def seed_set_summary(k, widths, tau: float, P: int = 100, P_test: int = 1000, seeds: HMCSeeds | None = None) -> dict:
@@ -443,13 +511,20 @@ def seed_set_summary(k, widths, tau: float, P: int = 100, P_test: int = 1000, se
     sw = theory_sweep(main, widths, tau)
     noisy = make_hmc_task("noisy", seeds, P, P_test)
     nsw = theory_sweep(noisy, widths, tau)
-    out = {"k": k, "seeds": seeds, "main": main, "sweep": sw, "noisy": noisy, "noisy_sweep": nsw,
-           "gp_all": sw["gp_accuracy"],
-           "gp_g": _accuracy_with(main, subnetwork_U(4, [0]), tau),
-           "gp_gd": _accuracy_with(main, subnetwork_U(4, [0, 2]), tau),
-           "alone_network": np.array([_accuracy_with(main, single_path_U(4, p), tau) for p in range(4)]),
-           "alone_mask": np.array([_accuracy_with(main, single_path_U(4, p, False), tau) for p in range(4)]),
-           "head_scores": [s.tolist() for s in head_scores(sw["U"][0], main.heads)]}
+    out = {
+        "k": k,
+        "seeds": seeds,
+        "main": main,
+        "sweep": sw,
+        "noisy": noisy,
+        "noisy_sweep": nsw,
+        "gp_all": sw["gp_accuracy"],
+        "gp_g": _accuracy_with(main, subnetwork_U(4, [0]), tau),
+        "gp_gd": _accuracy_with(main, subnetwork_U(4, [0, 2]), tau),
+        "alone_network": np.array([_accuracy_with(main, single_path_U(4, p), tau) for p in range(4)]),
+        "alone_mask": np.array([_accuracy_with(main, single_path_U(4, p, False), tau) for p in range(4)]),
+        "head_scores": [s.tolist() for s in head_scores(sw["U"][0], main.heads)],
+    }
     abl = [ablations(U) for U in nsw["U"]]
     out["noisy_diagonal_only"] = np.array([_accuracy_with(noisy, a["diagonal_only"], tau) for a in abl])
     out["noisy_equalised_diagonal"] = np.array([_accuracy_with(noisy, a["equalised_diagonal"], tau) for a in abl])
@@ -469,8 +544,11 @@ def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = Tru
     tau, widths = cfg["tau"], cfg["widths"]
     t0 = time.perf_counter()
     # the headline: the reference's own data and heads (spec §A.1b); then independent numpy seed sets
-    sets = ([seed_set_summary("ref", widths, tau, cfg["P"], cfg["P_test"], HMCSeeds.reference())]
-            if cfg.get("reference_set", True) else [])
+    sets = (
+        [seed_set_summary("ref", widths, tau, cfg["P"], cfg["P_test"], HMCSeeds.reference())]
+        if cfg.get("reference_set", True)
+        else []
+    )
     sets += [seed_set_summary(k, widths, tau, cfg["P"], cfg["P_test"]) for k in range(cfg["seed_sets"])]
     theory_seconds = time.perf_counter() - t0
     head = sets[0]
@@ -484,13 +562,24 @@ def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = Tru
     kernels["GP"] = gp_kernel(Xs)
     kernels["renormalised"] = renormalized_kernel(U10, Xs)
     K_gp, K_rn = gp_kernel(main.features_train), renormalized_kernel(U10, main.features_train)
-    contrast = {"GP": class_block_contrast(K_gp, main.y_train),
-                "renormalised": class_block_contrast(K_rn, main.y_train)}
-    res = {"scale": scale, "config": cfg, "sets": sets, "theory_seconds": theory_seconds, "block_contrast": contrast,
-           "kernels": kernels, "kernel_subset": sub,
-           "alignment": {"GP": kernel_alignment(K_gp, main.y_train, cfg["n_align"]),
-                         "renormalised": kernel_alignment(K_rn, main.y_train, cfg["n_align"])},
-           "samples": {"main": {}, "noisy": {}}}
+    contrast = {
+        "GP": class_block_contrast(K_gp, main.y_train),
+        "renormalised": class_block_contrast(K_rn, main.y_train),
+    }
+    res = {
+        "scale": scale,
+        "config": cfg,
+        "sets": sets,
+        "theory_seconds": theory_seconds,
+        "block_contrast": contrast,
+        "kernels": kernels,
+        "kernel_subset": sub,
+        "alignment": {
+            "GP": kernel_alignment(K_gp, main.y_train, cfg["n_align"]),
+            "renormalised": kernel_alignment(K_rn, main.y_train, cfg["n_align"]),
+        },
+        "samples": {"main": {}, "noisy": {}},
+    }
     if sample:
         res["samples"] = sample_hmc(head, cfg, progress)
     return res
@@ -513,37 +602,66 @@ def sample_hmc(head: dict, cfg: dict, progress: bool = False) -> dict:
             with warnings.catch_warnings():
                 warnings.simplefilter("always", sampling.SamplingWarning)
                 if N in plan["rb"]:
-                    entry["rb"] = sampling.sample_rao_blackwell(task.features_train, task.y_train, cfg["tau"], arch,
-                                                                task.features_test, config=sconf, progress=progress)
+                    entry["rb"] = sampling.sample_rao_blackwell(
+                        task.features_train,
+                        task.y_train,
+                        cfg["tau"],
+                        arch,
+                        task.features_test,
+                        config=sconf,
+                        progress=progress,
+                    )
                 if N in plan["full"]:
-                    entry["full"] = sampling.sample_full(task.xi_train, task.y_train, cfg["tau"], arch, task.xi_test,
-                                                         config=sconf, progress=progress)
+                    entry["full"] = sampling.sample_full(
+                        task.xi_train, task.y_train, cfg["tau"], arch, task.xi_test, config=sconf, progress=progress
+                    )
             out[net][N] = entry
     return out
 
 
 def hmc_summary(res: dict) -> tuple[dict, dict]:
     """``(summary, arrays)`` of a :func:`run_hmc` result: the JSON record and the arrays of its results folder."""
+
     def sweep_rows(sw):
-        return [{"N": int(N), "accuracy_percent": float(a), "grad_max": float(r.grad_max),
-                 "hessian_min_eig": float(r.hessian_min_eig), "iterations": int(r.n_iter), "U": r.U.tolist()}
-                for N, a, r in zip(sw["widths"], sw["accuracy"], sw["results"])]
+        return [
+            {
+                "N": int(N),
+                "accuracy_percent": float(a),
+                "grad_max": float(r.grad_max),
+                "hessian_min_eig": float(r.hessian_min_eig),
+                "iterations": int(r.n_iter),
+                "U": r.U.tolist(),
+            }
+            for N, a, r in zip(sw["widths"], sw["accuracy"], sw["results"])
+        ]
 
     sets = []
     for s in res["sets"]:
-        sets.append({"seed_set": s["k"], "label": seed_set_label(s), "seeds": vars(s["seeds"]),
-                     "generator": s["seeds"].generator, "gp_all_percent": s["gp_all"],
-                     "gp_path_g_percent": s["gp_g"], "gp_paths_gd_percent": s["gp_gd"],
-                     "path_alone_network_percent": dict(zip(MAIN_PATHS, s["alone_network"].tolist())),
-                     "path_alone_mask_percent": dict(zip(MAIN_PATHS, s["alone_mask"].tolist())),
-                     "head_scores": s["head_scores"],
-                     "main": sweep_rows(s["sweep"]),
-                     "noisy": sweep_rows(s["noisy_sweep"]), "noisy_gp_percent": s["noisy_sweep"]["gp_accuracy"],
-                     "noisy_diagonal_only_percent": s["noisy_diagonal_only"].tolist(),
-                     "noisy_equalised_diagonal_percent": s["noisy_equalised_diagonal"].tolist()})
+        sets.append(
+            {
+                "seed_set": s["k"],
+                "label": seed_set_label(s),
+                "seeds": vars(s["seeds"]),
+                "generator": s["seeds"].generator,
+                "gp_all_percent": s["gp_all"],
+                "gp_path_g_percent": s["gp_g"],
+                "gp_paths_gd_percent": s["gp_gd"],
+                "path_alone_network_percent": dict(zip(MAIN_PATHS, s["alone_network"].tolist())),
+                "path_alone_mask_percent": dict(zip(MAIN_PATHS, s["alone_mask"].tolist())),
+                "head_scores": s["head_scores"],
+                "main": sweep_rows(s["sweep"]),
+                "noisy": sweep_rows(s["noisy_sweep"]),
+                "noisy_gp_percent": s["noisy_sweep"]["gp_accuracy"],
+                "noisy_diagonal_only_percent": s["noisy_diagonal_only"].tolist(),
+                "noisy_equalised_diagonal_percent": s["noisy_equalised_diagonal"].tolist(),
+            }
+        )
     sampled = {}
-    arrays = {"alignment_GP": res["alignment"]["GP"], "alignment_renormalised": res["alignment"]["renormalised"],
-              "kernel_subset": res["kernel_subset"]}
+    arrays = {
+        "alignment_GP": res["alignment"]["GP"],
+        "alignment_renormalised": res["alignment"]["renormalised"],
+        "kernel_subset": res["kernel_subset"],
+    }
     arrays.update({f"kernel_{k}": v for k, v in res["kernels"].items()})
     for net, per_N in res["samples"].items():
         task = res["sets"][0][net]
@@ -555,19 +673,31 @@ def hmc_summary(res: dict) -> tuple[dict, dict]:
                 arrays[f"sample_{key}_mcse"] = smp.mc_standard_error()
                 arrays[f"sample_{key}_U_hat"] = smp.U_hat
                 sampled[key] = {
-                    "network": net, "N": int(N), "kind": smp.kind, "accuracy_percent": smp.accuracy(task.y_test),
+                    "network": net,
+                    "N": int(N),
+                    "kind": smp.kind,
+                    "accuracy_percent": smp.accuracy(task.y_test),
                     "accuracy_mcse_percent": smp.accuracy_mcse(task.y_test),
-                    "U_hat": smp.U_hat.tolist(), "U_hat_mcse": smp.U_mcse().tolist(),
-                    "wall_seconds": smp.wall_seconds, "settings": smp.settings,
-                    "diagnostics": smp.diagnostics}
+                    "U_hat": smp.U_hat.tolist(),
+                    "U_hat_mcse": smp.U_mcse().tolist(),
+                    "wall_seconds": smp.wall_seconds,
+                    "settings": smp.settings,
+                    "diagnostics": smp.diagnostics,
+                }
     for k, s in enumerate(res["sets"]):
         arrays[f"set{k}_U_main"] = s["sweep"]["U"]
         arrays[f"set{k}_U_noisy"] = s["noisy_sweep"]["U"]
     arrays["widths"] = res["sets"][0]["sweep"]["widths"]
-    summary = {"experiment": "hmc", "scale": res["scale"], "config": res["config"],
-               "path_names": {"main": list(MAIN_PATHS), "noisy": list(NOISY_PATHS)},
-               "seed_sets": sets, "sampled": sampled, "theory_seconds": res["theory_seconds"],
-               "claims": hmc_claims(res)}
+    summary = {
+        "experiment": "hmc",
+        "scale": res["scale"],
+        "config": res["config"],
+        "path_names": {"main": list(MAIN_PATHS), "noisy": list(NOISY_PATHS)},
+        "seed_sets": sets,
+        "sampled": sampled,
+        "theory_seconds": res["theory_seconds"],
+        "claims": hmc_claims(res),
+    }
     return summary, arrays
 
 
@@ -594,8 +724,11 @@ def hmc_claims(res: dict) -> list[dict]:
 
     def h1(s):
         a, gp = s["sweep"]["accuracy"], s["gp_all"]
-        return a[0] >= gp + 5 and _monotone_decreasing(a, 0.5) and abs(a[-1] - gp) <= 2.0, \
-            f"theory {a[0]:.1f}% at N={s['sweep']['widths'][0]} -> {a[-1]:.1f}% at N={s['sweep']['widths'][-1]}, GP {gp:.1f}%"
+        return (
+            a[0] >= gp + 5 and _monotone_decreasing(a, 0.5) and abs(a[-1] - gp) <= 2.0,
+            f"theory {a[0]:.1f}% at N={s['sweep']['widths'][0]} -> {a[-1]:.1f}% at "
+            f"N={s['sweep']['widths'][-1]}, GP {gp:.1f}%",
+        )
 
     def h2(s):
         a, b = s["alone_network"], s["alone_mask"]
@@ -613,17 +746,28 @@ def hmc_claims(res: dict) -> list[dict]:
         off[g, d] = off[d, g] = 0.0
         dev = np.abs(U - np.eye(4)).max(axis=(1, 2))
         off_big = np.abs(Ubig - np.diag(np.diag(Ubig))).max()
-        ok = (U10[g, g] > 2 and U10[d, d] > 2 and U10[g, d] < -1 and U10[a1, a1] < 1 and U10[a2, a2] < 1
-              and off.max() < 0.1 * np.abs(U10).max() and _monotone_decreasing(dev, 0.0)
-              and dev[-1] < 0.05 * dev[0] and off_big < 0.05)
-        return ok, (f"U(N=10): gg {U10[g, g]:.2f}, dd {U10[d, d]:.2f}, gd {U10[g, d]:.2f}, a1a1 {U10[a1, a1]:.2f}, "
-                    f"a2a2 {U10[a2, a2]:.2f}, other |off-diag| <= {off.max():.2f}; max|U - I| falls from "
-                    f"{dev[0]:.2f} to {dev[-1]:.3f} at N={s['sweep']['widths'][-1]} (off-diagonal <= {off_big:.3f})")
+        ok = (
+            U10[g, g] > 2
+            and U10[d, d] > 2
+            and U10[g, d] < -1
+            and U10[a1, a1] < 1
+            and U10[a2, a2] < 1
+            and off.max() < 0.1 * np.abs(U10).max()
+            and _monotone_decreasing(dev, 0.0)
+            and dev[-1] < 0.05 * dev[0]
+            and off_big < 0.05
+        )
+        return ok, (
+            f"U(N=10): gg {U10[g, g]:.2f}, dd {U10[d, d]:.2f}, gd {U10[g, d]:.2f}, a1a1 {U10[a1, a1]:.2f}, "
+            f"a2a2 {U10[a2, a2]:.2f}, other |off-diag| <= {off.max():.2f}; max|U - I| falls from "
+            f"{dev[0]:.2f} to {dev[-1]:.3f} at N={s['sweep']['widths'][-1]} (off-diagonal <= {off_big:.3f})"
+        )
 
     def h8(s):
         a, gp, U10 = s["noisy_sweep"]["accuracy"], s["noisy_sweep"]["gp_accuracy"], s["noisy_sweep"]["U"][0]
-        return a[0] >= gp + 5 and _monotone_decreasing(a, 0.5) and U10[0, 1] < 0, \
-            f"theory {a[0]:.1f}% at N=10 vs GP {gp:.1f}%; U_gd(N=10) = {U10[0, 1]:.2f}"
+        return a[0] >= gp + 5 and _monotone_decreasing(a, 0.5) and U10[
+            0, 1
+        ] < 0, f"theory {a[0]:.1f}% at N=10 vs GP {gp:.1f}%; U_gd(N=10) = {U10[0, 1]:.2f}"
 
     def h8b(s):
         gain = s["noisy_sweep"]["accuracy"][0] - s["noisy_sweep"]["gp_accuracy"]
@@ -632,8 +776,10 @@ def hmc_claims(res: dict) -> list[dict]:
 
     def h10(s):
         (good1, rand1), (unif2, rand2) = s["head_scores"]
-        return rand2 < rand1 < good1 < unif2, \
-            f"scores: (2)random {rand2:.2f} < (1)random {rand1:.2f} < (1)good {good1:.2f} < (2)uniform {unif2:.2f}"
+        return (
+            rand2 < rand1 < good1 < unif2,
+            f"scores: (2)random {rand2:.2f} < (1)random {rand1:.2f} < (1)good {good1:.2f} < (2)uniform {unif2:.2f}",
+        )
 
     s0 = res["sets"][0]
     for cid, text, fn in [
@@ -648,22 +794,39 @@ def hmc_claims(res: dict) -> list[dict]:
         ok, detail = fn(s0)
         add(cid, text, ok, detail)
     a10, gd = s0["sweep"]["accuracy"][0], s0["gp_gd"]
-    add("H4", "at N=10 the theory reaches (or exceeds) the paths-g+d GP line", a10 >= gd - 1.0,
-        f"theory {a10:.1f}% vs g+d GP {gd:.1f}%")
+    add(
+        "H4",
+        "at N=10 the theory reaches (or exceeds) the paths-g+d GP line",
+        a10 >= gd - 1.0,
+        f"theory {a10:.1f}% vs g+d GP {gd:.1f}%",
+    )
     al = res["alignment"]
     top_rn, top_gp = float(np.max(al["renormalised"][:5])), float(np.max(al["GP"][:5]))
-    add("H7", "the renormalised kernel aligns better with the labels (top-5 eigenvector overlap)",
-        top_rn > 1.5 * top_gp, f"max overlap among the first 5 eigenvectors: renormalised {top_rn:.3f}, GP {top_gp:.3f}")
+    add(
+        "H7",
+        "the renormalised kernel aligns better with the labels (top-5 eigenvector overlap)",
+        top_rn > 1.5 * top_gp,
+        f"max overlap among the first 5 eigenvectors: renormalised {top_rn:.3f}, GP {top_gp:.3f}",
+    )
     bc = res["block_contrast"]
-    add("H7b", "the renormalised kernel shows the two-class block structure more clearly than the GP kernel",
+    add(
+        "H7b",
+        "the renormalised kernel shows the two-class block structure more clearly than the GP kernel",
         bc["renormalised"] > 2 * bc["GP"] and bc["renormalised"] > 0.1,
         f"block contrast (within- minus between-class mean, in off-diagonal standard deviations): "
-        f"renormalised {bc['renormalised']:.3f}, GP {bc['GP']:.3f}")
-    fails = {cid: [seed_set_label(s) for s in res["sets"] if not fn(s)[0]]
-             for cid, fn in [("H1", h1), ("H2", h2), ("H3", h3), ("H5", h5), ("H8", h8), ("H8b", h8b), ("H10", h10)]}
+        f"renormalised {bc['renormalised']:.3f}, GP {bc['GP']:.3f}",
+    )
+    fails = {
+        cid: [seed_set_label(s) for s in res["sets"] if not fn(s)[0]]
+        for cid, fn in [("H1", h1), ("H2", h2), ("H3", h3), ("H5", h5), ("H8", h8), ("H8b", h8b), ("H10", h10)]
+    }
     bad = {c: ks for c, ks in fails.items() if ks}
-    add("H9", f"H1-H3, H5, H8, H8b and H10 hold for all {len(res['sets'])} seed sets", not bad,
-        "all hold" if not bad else f"failing (claim: seed sets) {bad}")
+    add(
+        "H9",
+        f"H1-H3, H5, H8, H8b and H10 hold for all {len(res['sets'])} seed sets",
+        not bad,
+        "all hold" if not bad else f"failing (claim: seed sets) {bad}",
+    )
     for net, label in (("main", "4-path"), ("noisy", "2-path")):
         entry = res["samples"].get(net, {}).get(10)
         if not entry:
@@ -673,8 +836,12 @@ def hmc_claims(res: dict) -> list[dict]:
         th_pred, Ustar = sw["predictions"][0], sw["U"][0]
         for kind, smp in entry.items():
             ok, detail = _agreement(smp, th_pred, Ustar, task.y_test)
-            add("H6" if net == "main" else "H6b",
-                f"{label} network, N=10: theory and {smp.kind} posterior samples agree", ok, detail)
+            add(
+                "H6" if net == "main" else "H6b",
+                f"{label} network, N=10: theory and {smp.kind} posterior samples agree",
+                ok,
+                detail,
+            )
     return claims
 
 
@@ -684,8 +851,10 @@ def _agreement(smp, th_pred, Ustar, y_test) -> tuple[bool, str]:
     u = sampling.order_parameter_agreement(smp.U_hat, Ustar)
     acc_s, acc_t, corr, signs, rel = m["sampled"], m["theory"], m["corr"], u["signs_equal"], u["max_rel_error"]
     ok = abs(acc_s - acc_t) <= 2.0 and corr > 0.95 and signs and rel <= 0.15
-    return ok, (f"accuracy theory {acc_t:.1f}% vs sampled {acc_s:.1f}%; corr(means) {corr:.3f}; "
-                f"sign pattern {'equal' if signs else 'differs'}; largest entries within {100 * rel:.0f}%")
+    return ok, (
+        f"accuracy theory {acc_t:.1f}% vs sampled {acc_s:.1f}%; corr(means) {corr:.3f}; "
+        f"sign pattern {'equal' if signs else 'differs'}; largest entries within {100 * rel:.0f}%"
+    )
 
 
 # ------------------------------------------------------------------------------------------ tables
@@ -701,34 +870,68 @@ def sampling_records(res: dict, paper: dict | None = None) -> list[dict]:
     """One record per sampling run of this build (``res``) and of a committed run (``paper``).
 
     Keys: source, network, N, sampler, chains, warmup, samples, accuracy, accuracy_mcse (Monte Carlo standard
-    error over chains, points), divergences, rhat_U, ess_U,
-    seconds and, for this build's runs only, ``U_hat``.
+    error over chains, points), divergences, rhat_U, ess_U, steps (mean leapfrog steps per draw),
+    max_tree_depth (the NUTS cap: at most ``2**depth - 1`` steps), seconds and ``U_hat``.
     """
     out = []
     for net, per_N in res["samples"].items():
         for N, entry in per_N.items():
             for smp in entry.values():
                 sc, d = smp.settings["sampler"], smp.diagnostics
-                out.append(dict(source="this build", network=net, N=int(N), sampler=smp.kind,
-                                chains=sc["num_chains"], warmup=sc["num_warmup"], samples=sc["num_samples"],
-                                accuracy=smp.accuracy(res["sets"][0][net].y_test),
-                                accuracy_mcse=smp.accuracy_mcse(res["sets"][0][net].y_test), divergences=d["divergences"],
-                                rhat_U=d["rhat_U_max"], ess_U=d["ess_bulk_U_min"], seconds=smp.wall_seconds,
-                                U_hat=smp.U_hat))
+                out.append(
+                    dict(
+                        source="this build",
+                        network=net,
+                        N=int(N),
+                        sampler=smp.kind,
+                        chains=sc["num_chains"],
+                        warmup=sc["num_warmup"],
+                        samples=sc["num_samples"],
+                        accuracy=smp.accuracy(res["sets"][0][net].y_test),
+                        accuracy_mcse=smp.accuracy_mcse(res["sets"][0][net].y_test),
+                        divergences=d["divergences"],
+                        rhat_U=d["rhat_U_max"],
+                        ess_U=d["ess_bulk_U_min"],
+                        steps=d["mean_tree_steps"],
+                        max_tree_depth=sc.get("max_tree_depth"),
+                        seconds=smp.wall_seconds,
+                        U_hat=smp.U_hat,
+                    )
+                )
     for e in (paper or {}).get("sampled", {}).values():
         sc, d = e["settings"]["sampler"], e["diagnostics"]
-        out.append(dict(source="committed", network=e["network"], N=int(e["N"]), sampler=e["kind"],
-                        chains=sc["num_chains"], warmup=sc["num_warmup"], samples=sc["num_samples"],
-                        accuracy=e["accuracy_percent"], accuracy_mcse=e.get("accuracy_mcse_percent", float("nan")),
-                        divergences=d["divergences"], rhat_U=d["rhat_U_max"],
-                        ess_U=d["ess_bulk_U_min"], seconds=e["wall_seconds"], U_hat=np.asarray(e["arrays"]["U_hat"])))
+        out.append(
+            dict(
+                source="committed",
+                network=e["network"],
+                N=int(e["N"]),
+                sampler=e["kind"],
+                chains=sc["num_chains"],
+                warmup=sc["num_warmup"],
+                samples=sc["num_samples"],
+                accuracy=e["accuracy_percent"],
+                accuracy_mcse=e.get("accuracy_mcse_percent", float("nan")),
+                divergences=d["divergences"],
+                rhat_U=d["rhat_U_max"],
+                ess_U=d["ess_bulk_U_min"],
+                steps=d["mean_tree_steps"],
+                max_tree_depth=sc.get("max_tree_depth"),
+                seconds=e["wall_seconds"],
+                U_hat=np.asarray(e["arrays"]["U_hat"]),
+            )
+        )
     return out
 
 
 def format_sampling(records: list[dict], res: dict) -> str:
-    """Text table of :func:`sampling_records` with the theory's accuracy and ``max|U_hat - U*| / max|U*|``."""
-    rows = [f"{'source':>10} {'net':>5} {'N':>4} {'sampler':>13} {'budget':>11} {'acc.%':>5} {'MC se':>5} {'theory':>6} "
-            f"{'dU rel':>6} {'div':>3} {'R-hat':>5} {'ESS':>5} {'sec':>5}"]
+    """Text table of :func:`sampling_records` with the theory's accuracy and ``max|U_hat - U*| / max|U*|``.
+
+    ``steps``: mean leapfrog steps per draw, with ``*`` when every tree reached the depth cap
+    (``2**max_tree_depth - 1`` steps)."""
+    rows = [
+        f"{'source':>10} {'net':>5} {'N':>4} {'sampler':>13} {'budget':>11} {'acc.%':>5} {'MC se':>5} {'theory':>6} "
+        f"{'dU rel':>6} {'div':>3} {'R-hat':>5} {'ESS':>5} {'steps':>6} {'sec':>5}"
+    ]
     s0 = res["sets"][0]
     for r in records:
         sw = s0["sweep"] if r["network"] == "main" else s0["noisy_sweep"]
@@ -736,9 +939,13 @@ def format_sampling(records: list[dict], res: dict) -> str:
         Ust = sw["U"][i]
         rel = np.abs(r["U_hat"] - Ust).max() / np.abs(Ust).max()
         budget = f"{r['chains']}x{r['warmup']}+{r['samples']}"
-        rows.append(f"{r['source']:>10} {r['network']:>5} {r['N']:4d} {r['sampler']:>13} {budget:>11} "
-                    f"{r['accuracy']:5.1f} {r['accuracy_mcse']:5.2f} {sw['accuracy'][i]:6.1f} {rel:6.3f} {r['divergences']:3d} "
-                    f"{r['rhat_U']:5.3f} {r['ess_U']:5.0f} {r['seconds']:5.0f}")
+        cap = 2 ** r["max_tree_depth"] - 1 if r.get("max_tree_depth") else None
+        steps = f"{r['steps']:.0f}" + ("*" if cap is not None and r["steps"] >= cap - 0.5 else " ")
+        rows.append(
+            f"{r['source']:>10} {r['network']:>5} {r['N']:4d} {r['sampler']:>13} {budget:>11} "
+            f"{r['accuracy']:5.1f} {r['accuracy_mcse']:5.2f} {sw['accuracy'][i]:6.1f} {rel:6.3f} {r['divergences']:3d} "
+            f"{r['rhat_U']:5.3f} {r['ess_U']:5.0f} {steps:>6} {r['seconds']:5.0f}"
+        )
     return "\n".join(rows)
 
 
@@ -754,7 +961,10 @@ def format_seed_sets(res: dict) -> str:
     for s in res["sets"]:
         U, nsw = s["sweep"]["U"][0], s["noisy_sweep"]
         acc = (s["gp_all"], s["gp_g"], s["gp_gd"], s["sweep"]["accuracy"][0], s["sweep"]["accuracy"][-1])
-        rows.append(f"{seed_set_label(s):>9}" + "".join(f" {v:6.1f}" for v in acc)
-                    + "".join(f" {v:6.2f}" for v in (U[0, 0], U[2, 2], U[0, 2]))
-                    + f" {nsw['accuracy'][0]:7.1f} {nsw['gp_accuracy']:7.1f}")
+        rows.append(
+            f"{seed_set_label(s):>9}"
+            + "".join(f" {v:6.1f}" for v in acc)
+            + "".join(f" {v:6.2f}" for v in (U[0, 0], U[2, 2], U[0, 2]))
+            + f" {nsw['accuracy'][0]:7.1f} {nsw['gp_accuracy']:7.1f}"
+        )
     return "\n".join(rows)

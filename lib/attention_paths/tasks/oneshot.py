@@ -22,6 +22,7 @@ Pipeline (:func:`run_oneshot`):
 ``python -m attention_paths omniglot-theory --scale {quick,paper} --out DIR`` writes ``summary.json`` and
 ``arrays.npz``; :func:`attention_paths.runs.results.load_run` reads them back (e.g. a paper-size run made elsewhere).
 """
+
 from __future__ import annotations
 
 import copy
@@ -50,34 +51,91 @@ from attention_paths.theory.predictor import accuracy, kernel_alignment, predict
 from attention_paths.theory.scores import head_scores
 from attention_paths.theory.solver import solve, solve_continuation
 
-__all__ = ["ONESHOT_EXPERIMENT", "EVAL_SETS", "OneShotData", "balanced_indices", "extract", "gd_order_parameter",
-           "theory_grid", "gp_line", "select_temperatures", "panel", "sample_oneshot", "run_oneshot",
-           "oneshot_claims", "oneshot_summary", "with_budget", "SAMPLER_KINDS", "edge_scan", "paired_comparison", "features_to_path_inputs", "run_panel", "run_paired", "format_grid", "format_selection", "save_oneshot_data", "load_oneshot_data", "merge_grids"]
+__all__ = [
+    "ONESHOT_EXPERIMENT",
+    "EVAL_SETS",
+    "OneShotData",
+    "balanced_indices",
+    "extract",
+    "gd_order_parameter",
+    "theory_grid",
+    "gp_line",
+    "select_temperatures",
+    "panel",
+    "sample_oneshot",
+    "run_oneshot",
+    "oneshot_claims",
+    "oneshot_summary",
+    "with_budget",
+    "SAMPLER_KINDS",
+    "edge_scan",
+    "paired_comparison",
+    "features_to_path_inputs",
+    "run_panel",
+    "run_paired",
+    "format_grid",
+    "format_selection",
+    "save_oneshot_data",
+    "load_oneshot_data",
+    "merge_grids",
+]
 
 HEADS = (4, 4)
 EVAL_SETS = ("val", "test", "MNIST", "FashionMNIST")
-SET_TITLES = {"val": "Omniglot meta-validation", "test": "Omniglot meta-test (in distribution)",
-              "MNIST": "MNIST 0 vs 1 (out of distribution)", "FashionMNIST": "FashionMNIST T-shirt vs trouser (OOD)"}
+SET_TITLES = {
+    "val": "Omniglot meta-validation",
+    "test": "Omniglot meta-test (in distribution)",
+    "MNIST": "MNIST 0 vs 1 (out of distribution)",
+    "FashionMNIST": "FashionMNIST T-shirt vs trouser (OOD)",
+}
 
-_PAPER_GRID = dict(widths=(10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000),
-                   taus=(0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5))
+_PAPER_GRID = dict(
+    widths=(10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000),
+    taus=(0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5),
+)
 ONESHOT_EXPERIMENT = {
     # spec §B.8-B.9: P = 600, 1000 episodes per evaluation set, the 10 x 10 grid.  Sampling: the paper runs
     # 10 chains x (100 + 100); full-weight NUTS is ~15x faster per effective sample than the Rao-Blackwellised
     # sampler at P = 600 (benchmarks/README.md) but needs a longer warm-up, so 4 chains x (500 + 500)
-    "paper": dict(network="paper", P=600, n_eval=1000, train_batches=16, eval_pool=2048, **_PAPER_GRID,
-                  gp_taus=(0.25, 0.1, 0.075, 0.05, 0.025), panel_N=10, panel_tau=0.5, n_align=50,
-                  edge_taus=(2.0, 3.0, 5.0, 10.0),  # beyond the grid's edge, at the smallest width (not the paper's)
-                  sampling=dict(widths=(10,), tau=0.5, kind="full",
-                                sampler=dict(num_chains=4, num_warmup=500, num_samples=500, seed=1,
-                                             chain_method="parallel"))),
+    "paper": dict(
+        network="paper",
+        P=600,
+        n_eval=1000,
+        train_batches=16,
+        eval_pool=2048,
+        **_PAPER_GRID,
+        gp_taus=(0.25, 0.1, 0.075, 0.05, 0.025),
+        panel_N=10,
+        panel_tau=0.5,
+        n_align=50,
+        edge_taus=(2.0, 3.0, 5.0, 10.0),  # beyond the grid's edge, at the smallest width (not the paper's)
+        sampling=dict(
+            widths=(10,),
+            tau=0.5,
+            kind="full",
+            sampler=dict(num_chains=4, num_warmup=500, num_samples=500, seed=1, chain_method="parallel"),
+        ),
+    ),
     # spec §E.4: reduced P, evaluation sets, widths and temperatures; a short sampling run
-    "quick": dict(network="quick", P=200, n_eval=400, train_batches=4, eval_pool=2048,
-                  widths=(10, 100, 1000, 10000), taus=(0.1, 0.25, 0.5, 1.0),
-                  gp_taus=(0.25, 0.1, 0.075, 0.05, 0.025), panel_N=10, panel_tau=0.5, n_align=50,
-                  sampling=dict(widths=(10,), tau=0.5, kind="rao-blackwell",
-                                sampler=dict(num_chains=2, num_warmup=150, num_samples=150, seed=1,
-                                             chain_method="parallel"))),
+    "quick": dict(
+        network="quick",
+        P=200,
+        n_eval=400,
+        train_batches=4,
+        eval_pool=2048,
+        widths=(10, 100, 1000, 10000),
+        taus=(0.1, 0.25, 0.5, 1.0),
+        gp_taus=(0.25, 0.1, 0.075, 0.05, 0.025),
+        panel_N=10,
+        panel_tau=0.5,
+        n_align=50,
+        sampling=dict(
+            widths=(10,),
+            tau=0.5,
+            kind="rao-blackwell",
+            sampler=dict(num_chains=2, num_warmup=150, num_samples=150, seed=1, chain_method="parallel"),
+        ),
+    ),
 }
 
 
@@ -117,10 +175,13 @@ def load_oneshot_data(path) -> OneShotData:
     """An extraction written by :func:`save_oneshot_data`; a damaged or foreign file raises ``ValueError``."""
     arrays = load_npz(path)
     try:
-        parts = {f: {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith(f + "/")}
-                 for f in ("features", "y", "network_output")}
-        data = OneShotData(parts["features"], parts["y"], parts["network_output"], arrays["U_gd"],
-                           json.loads(str(arrays["info_json"])))
+        parts = {
+            f: {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith(f + "/")}
+            for f in ("features", "y", "network_output")
+        }
+        data = OneShotData(
+            parts["features"], parts["y"], parts["network_output"], arrays["U_gd"], json.loads(str(arrays["info_json"]))
+        )
     except (KeyError, json.JSONDecodeError) as err:
         raise ValueError(f"{path} is not a saved one-shot extraction ({err})") from None
     missing = [s for s in ("train",) + EVAL_SETS if s not in data.features or s not in data.y]
@@ -137,8 +198,10 @@ def balanced_indices(y, n_per_label: int) -> np.ndarray:
     y = np.asarray(y)
     pos, neg = np.flatnonzero(y > 0), np.flatnonzero(y < 0)
     if min(len(pos), len(neg)) < n_per_label:
-        raise ValueError(f"need {n_per_label} episodes per label, the pool has {len(pos)} (+1) and {len(neg)} (-1); "
-                         "draw a larger pool")
+        raise ValueError(
+            f"need {n_per_label} episodes per label, the pool has {len(pos)} (+1) and {len(neg)} (-1); "
+            "draw a larger pool"
+        )
     return np.concatenate([pos[:n_per_label], neg[:n_per_label]])
 
 
@@ -158,7 +221,7 @@ def _features_and_outputs(net, episodes, batch: int = 256) -> tuple[np.ndarray, 
     r = np.full(net.positions.shape[0], 1.0 / net.positions.shape[0])
     feats, outs = [], []
     for i in range(0, len(episodes), batch):
-        x0 = net.tokens((episodes.images[i:i + batch], episodes.labels[i:i + batch]))  # float64 [B, 48, 192]
+        x0 = net.tokens((episodes.images[i : i + batch], episodes.labels[i : i + batch]))  # float64 [B, 48, 192]
         feats.append(path_features(path_inputs(x0.transpose(1, 2), layers, r)))
         outs.append(net(x0).numpy())
     return np.concatenate(feats), np.concatenate(outs)
@@ -176,16 +239,19 @@ def extract(net, cfg: dict, root=None, record: dict | None = None, progress: boo
 
     The network is copied to float64; ``x0`` and the attention are recomputed in float64 (spec §F-20).
     """
-    tcfg = TrainConfig(**{k: v for k, v in (record or {}).get("config", {}).items()
-                          if k in TrainConfig.__dataclass_fields__})
+    tcfg = TrainConfig(
+        **{k: v for k, v in (record or {}).get("config", {}).items() if k in TrainConfig.__dataclass_fields__}
+    )
     if cfg["P"] % 2 or cfg["n_eval"] % 2:
         raise ValueError(f"P and n_eval must be even (balanced sets), got {cfg['P']} and {cfg['n_eval']}")
     net64 = copy.deepcopy(net).double().eval()
     net64.set_pruned(())
     rng = np.random.default_rng(tcfg.seed)
     train_images = load_split("train", root).images
-    pool = [sample_episodes(train_images, tcfg.batch, rng, drawing_seed=tcfg.drawing_seed)
-            for _ in range(cfg["train_batches"])]
+    pool = [
+        sample_episodes(train_images, tcfg.batch, rng, drawing_seed=tcfg.drawing_seed)
+        for _ in range(cfg["train_batches"])
+    ]
     ys = np.concatenate([e.y for e in pool])
     idx = balanced_indices(ys, cfg["P"] // 2)
     sets = {"train": _concat(pool).subset(idx)}
@@ -204,15 +270,24 @@ def extract(net, cfg: dict, root=None, record: dict | None = None, progress: boo
     for name, eps in progress_bar(list(sets.items()), desc="extract", disable=not progress):
         features[name], outputs[name] = _features_and_outputs(net64, eps)
         y[name] = eps.y.astype(np.float64)
-    info = {"P": cfg["P"], "n_eval": cfg["n_eval"], "train_pool": int(len(ys)), "eval_pool": cfg["eval_pool"],
-            "train_seed": tcfg.seed, "drawing_seed": tcfg.drawing_seed, "ood_counts": ood_counts,
-            "network_sha256": (record or {}).get("sha256"), "network_source": (record or {}).get("source")}
+    info = {
+        "P": cfg["P"],
+        "n_eval": cfg["n_eval"],
+        "train_pool": int(len(ys)),
+        "eval_pool": cfg["eval_pool"],
+        "train_seed": tcfg.seed,
+        "drawing_seed": tcfg.drawing_seed,
+        "ood_counts": ood_counts,
+        "network_sha256": (record or {}).get("sha256"),
+        "network_source": (record or {}).get("source"),
+    }
     return OneShotData(features, y, outputs, gd_order_parameter(net64), info)
 
 
 def _concat(parts):
-    return Episodes(*(np.concatenate([getattr(p, f) for p in parts])
-                      for f in ("images", "labels", "y", "classes", "query_class")))
+    return Episodes(
+        *(np.concatenate([getattr(p, f) for p in parts]) for f in ("images", "labels", "y", "classes", "query_class"))
+    )
 
 
 # ------------------------------------------------------------------------------------------ theory
@@ -254,8 +329,14 @@ def theory_grid(data: OneShotData, widths, taus, progress: bool = False, kernel:
                 acc[s][i, j] = a
         bar.update(len(widths))
     bar.close()
-    return {"widths": np.array(widths), "taus": np.array(taus), "U": U, "accuracy": acc,
-            "solver": {"grad_max": grad, "n_iter": nit}, "seconds": time.perf_counter() - t0}
+    return {
+        "widths": np.array(widths),
+        "taus": np.array(taus),
+        "U": U,
+        "accuracy": acc,
+        "solver": {"grad_max": grad, "n_iter": nit},
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def gp_line(data: OneShotData, taus) -> dict:
@@ -282,16 +363,19 @@ def select_temperatures(accuracy: dict, taus, on: str) -> dict:
     idx = np.argmax(a, axis=0)  # first maximum = lowest temperature
     cols = np.arange(a.shape[1]) if a.ndim == 2 else None
     pick = (lambda m: np.asarray(m)[idx, cols]) if a.ndim == 2 else (lambda m: np.asarray(m)[idx])
-    return {"on": on, "index": idx, "tau": np.asarray(taus)[idx],
-            "accuracy": {s: pick(m) for s, m in accuracy.items()}}
+    return {"on": on, "index": idx, "tau": np.asarray(taus)[idx], "accuracy": {s: pick(m) for s, m in accuracy.items()}}
 
 
 def panel(data: OneShotData, U, n_align: int = 50) -> dict:
     """The ``N = 10``, ``tau = 0.5`` panel: head scores and label alignment of the GP and renormalised kernels."""
     X, y = data.features["train"], data.y["train"]
     K_gp, K_rn = gp_kernel(X), renormalized_kernel(U, X)
-    return {"U": U, "U_gd": data.U_gd, "head_scores": head_scores(U, HEADS),
-            "alignment": {"GP": kernel_alignment(K_gp, y, n_align), "renormalised": kernel_alignment(K_rn, y, n_align)}}
+    return {
+        "U": U,
+        "U_gd": data.U_gd,
+        "head_scores": head_scores(U, HEADS),
+        "alignment": {"GP": kernel_alignment(K_gp, y, n_align), "renormalised": kernel_alignment(K_rn, y, n_align)},
+    }
 
 
 # ------------------------------------------------------------------------------------------ sampling
@@ -311,8 +395,13 @@ def edge_scan(data: OneShotData, N: float, taus, kernel: PathKernel | None = Non
         for s, a in _accuracies(mean, data, slices).items():
             th[s].append(a)
     gp = gp_line(data, taus)["accuracy"]
-    return {"N": float(N), "taus": taus, "theory": th, "gp": {s: list(map(float, v)) for s, v in gp.items()},
-            "max_grad": float(grad)}
+    return {
+        "N": float(N),
+        "taus": taus,
+        "theory": th,
+        "gp": {s: list(map(float, v)) for s, v in gp.items()},
+        "max_grad": float(grad),
+    }
 
 
 def merge_grids(parts: list[dict]) -> dict:
@@ -325,10 +414,14 @@ def merge_grids(parts: list[dict]) -> dict:
     taus = cat("taus")
     if len(set(taus.tolist())) != len(taus):
         raise ValueError(f"grid parts overlap in temperature: {taus.tolist()}")
-    return {"widths": np.asarray(widths), "taus": taus, "U": cat("U"),
-            "accuracy": {s: np.concatenate([g["accuracy"][s] for g in parts]) for s in parts[0]["accuracy"]},
-            "solver": {k: np.concatenate([g["solver"][k] for g in parts]) for k in ("grad_max", "n_iter")},
-            "seconds": float(sum(g["seconds"] for g in parts))}
+    return {
+        "widths": np.asarray(widths),
+        "taus": taus,
+        "U": cat("U"),
+        "accuracy": {s: np.concatenate([g["accuracy"][s] for g in parts]) for s in parts[0]["accuracy"]},
+        "solver": {k: np.concatenate([g["solver"][k] for g in parts]) for k in ("grad_max", "n_iter")},
+        "seconds": float(sum(g["seconds"] for g in parts)),
+    }
 
 
 SAMPLER_KINDS = ("rao-blackwell", "full")
@@ -376,18 +469,36 @@ def sample_oneshot(data: OneShotData, cfg: dict, progress: bool = False) -> dict
         with warnings.catch_warnings():
             warnings.simplefilter("always", sampling.SamplingWarning)
             if kind == "full":
-                out[N] = sampling.sample_full(features_to_path_inputs(X), data.y["train"], sc["tau"], arch,
-                                              features_to_path_inputs(X_eval), config=config, progress=progress)
+                out[N] = sampling.sample_full(
+                    features_to_path_inputs(X),
+                    data.y["train"],
+                    sc["tau"],
+                    arch,
+                    features_to_path_inputs(X_eval),
+                    config=config,
+                    progress=progress,
+                )
             else:
-                out[N] = sampling.sample_rao_blackwell(X, data.y["train"], sc["tau"], arch, X_eval,
-                                                       config=config, progress=progress)
+                out[N] = sampling.sample_rao_blackwell(
+                    X, data.y["train"], sc["tau"], arch, X_eval, config=config, progress=progress
+                )
     return out
 
 
 # ------------------------------------------------------------------------------------------ the run
-def run_oneshot(scale: str | None = None, *, network: str | None = None, sample: bool = True, root=None,
-                progress: bool = False, data: OneShotData | None = None, budget: dict | None = None,
-                grid: dict | None = None, samples: dict | None = None, record: dict | None = None) -> dict:
+def run_oneshot(
+    scale: str | None = None,
+    *,
+    network: str | None = None,
+    sample: bool = True,
+    root=None,
+    progress: bool = False,
+    data: OneShotData | None = None,
+    budget: dict | None = None,
+    grid: dict | None = None,
+    samples: dict | None = None,
+    record: dict | None = None,
+) -> dict:
     """Everything the Omniglot theory chapter shows, at ``scale`` (spec §B.8-B.11).
 
     ``network`` chooses the trained network (default: the scale's own; ``"quick"`` runs the paper-size theory
@@ -410,21 +521,43 @@ def run_oneshot(scale: str | None = None, *, network: str | None = None, sample:
     t_extract = time.perf_counter() - t0
     if grid is None:
         grid = theory_grid(data, cfg["widths"], cfg["taus"], progress)
-    elif (list(grid["widths"]) != sorted(cfg["widths"]) or len(grid["taus"]) != len(cfg["taus"])
-          or not np.allclose(grid["taus"], sorted(cfg["taus"]))):
-        raise ValueError(f"the given grid covers widths {list(grid['widths'])} and temperatures "
-                         f"{list(grid['taus'])}, the scale needs {sorted(cfg['widths'])} and {sorted(cfg['taus'])}")
+    elif (
+        list(grid["widths"]) != sorted(cfg["widths"])
+        or len(grid["taus"]) != len(cfg["taus"])
+        or not np.allclose(grid["taus"], sorted(cfg["taus"]))
+    ):
+        raise ValueError(
+            f"the given grid covers widths {list(grid['widths'])} and temperatures "
+            f"{list(grid['taus'])}, the scale needs {sorted(cfg['widths'])} and {sorted(cfg['taus'])}"
+        )
     gp = gp_line(data, cfg["gp_taus"])
     gp_grid = gp_line(data, cfg["taus"])  # the N -> infinity limit at every grid temperature
-    select = {on: {"theory": select_temperatures(grid["accuracy"], grid["taus"], on),
-                   "gp": select_temperatures(gp["accuracy"], gp["taus"], on)} for on in ("val", "test")}
+    select = {
+        on: {
+            "theory": select_temperatures(grid["accuracy"], grid["taus"], on),
+            "gp": select_temperatures(gp["accuracy"], gp["taus"], on),
+        }
+        for on in ("val", "test")
+    }
     i_t, i_n = list(grid["taus"]).index(cfg["panel_tau"]), list(grid["widths"]).index(cfg["panel_N"])
     U10 = grid["U"][i_t, i_n]
     # verification: a cold solve from the GP point plus two random restarts reaches the same minimum
-    check = solve(Action(PathKernel(data.features["train"]), data.y["train"], cfg["panel_tau"],
-                         Architecture.uniform(HEADS, cfg["panel_N"])), n_restarts=2, seed=1)
-    res_check = {"max_abs_dU": float(np.abs(check.U - U10).max()), "grad_max": check.grad_max,
-                 "hessian_min_eig": check.hessian_min_eig, "restarts": check.restarts}
+    check = solve(
+        Action(
+            PathKernel(data.features["train"]),
+            data.y["train"],
+            cfg["panel_tau"],
+            Architecture.uniform(HEADS, cfg["panel_N"]),
+        ),
+        n_restarts=2,
+        seed=1,
+    )
+    res_check = {
+        "max_abs_dU": float(np.abs(check.U - U10).max()),
+        "grad_max": check.grad_max,
+        "hessian_min_eig": check.hessian_min_eig,
+        "restarts": check.restarts,
+    }
     X_eval, slices = _eval_stack(data)
     th = predict(U10, data.features["train"], data.y["train"], cfg["panel_tau"], X_eval)
     # per-episode predictions at the validation-selected temperatures (smallest width, and the GP), for paired
@@ -432,16 +565,32 @@ def run_oneshot(scale: str | None = None, *, network: str | None = None, sample:
     sel_val = select["val"]
     t_th, t_gp = float(sel_val["theory"]["tau"][0]), float(sel_val["gp"]["tau"])
     U_small = grid["U"][int(sel_val["theory"]["index"][0]), 0]
-    paired = {"N": float(grid["widths"][0]), "tau_theory": t_th, "tau_gp": t_gp,
-              "theory": predict(U_small, data.features["train"], data.y["train"], t_th, X_eval, return_var=False).mean,
-              "gp": predict(np.eye(16), data.features["train"], data.y["train"], t_gp, X_eval, return_var=False).mean}
-    edge = (edge_scan(data, grid["widths"][0], cfg["edge_taus"]) if cfg.get("edge_taus") else None)
-    res = {"scale": scale, "config": cfg, "data": data, "grid": grid, "gp": gp, "gp_grid": gp_grid, "select": select,
-           "panel": panel(data, U10, cfg["n_align"]) | {"check": res_check}, "panel_prediction": th, "slices": slices,
-           "paired": paired, "edge": edge,
-           "network": {s: data.network_accuracy(s) for s in EVAL_SETS},
-           "network_record": {k: v for k, v in (rec or {}).items() if k in ("source", "sha256", "config")},
-           "seconds": {"extract": t_extract, "grid": grid["seconds"]}, "samples": {}}
+    paired = {
+        "N": float(grid["widths"][0]),
+        "tau_theory": t_th,
+        "tau_gp": t_gp,
+        "theory": predict(U_small, data.features["train"], data.y["train"], t_th, X_eval, return_var=False).mean,
+        "gp": predict(np.eye(16), data.features["train"], data.y["train"], t_gp, X_eval, return_var=False).mean,
+    }
+    edge = edge_scan(data, grid["widths"][0], cfg["edge_taus"]) if cfg.get("edge_taus") else None
+    res = {
+        "scale": scale,
+        "config": cfg,
+        "data": data,
+        "grid": grid,
+        "gp": gp,
+        "gp_grid": gp_grid,
+        "select": select,
+        "panel": panel(data, U10, cfg["n_align"]) | {"check": res_check},
+        "panel_prediction": th,
+        "slices": slices,
+        "paired": paired,
+        "edge": edge,
+        "network": {s: data.network_accuracy(s) for s in EVAL_SETS},
+        "network_record": {k: v for k, v in (rec or {}).items() if k in ("source", "sha256", "config")},
+        "seconds": {"extract": t_extract, "grid": grid["seconds"]},
+        "samples": {},
+    }
     if samples is not None:
         res["samples"] = dict(samples)
     elif sample:
@@ -462,8 +611,13 @@ def _sample_agreement(res: dict, N: int) -> dict:
     data = res["data"]
     X_eval, slices = _eval_stack(data)
     th = predict(grid["U"][i_t, i_n], data.features["train"], data.y["train"], tau, X_eval, return_var=False).mean
-    out = {"corr": float(np.corrcoef(smp.predictive_mean, th)[0, 1]), "U_hat": smp.U_hat, "U_theory": grid["U"][i_t, i_n],
-           "diagnostics": smp.diagnostics, "wall_seconds": smp.wall_seconds}
+    out = {
+        "corr": float(np.corrcoef(smp.predictive_mean, th)[0, 1]),
+        "U_hat": smp.U_hat,
+        "U_theory": grid["U"][i_t, i_n],
+        "diagnostics": smp.diagnostics,
+        "wall_seconds": smp.wall_seconds,
+    }
     se = smp.mc_standard_error()
     for s in EVAL_SETS:
         sl = slices[s]
@@ -478,7 +632,8 @@ def oneshot_claims(res: dict) -> list[dict]:
     Thresholds: "well above chance" = network test accuracy >= 65 %; "beats the GP limit" (one claim per test
     set) = the theory at the smallest width and its validation-selected temperature is at least 1 point above
     the validation-selected GP; "approaches the GP value" = at the widest width the theory is within 2 points
-    of the GP at the same temperature, at every temperature of the grid and on every set; theory and samples "agree" = accuracies
+    of the GP at the same temperature, at every temperature of the grid and on every set; theory and samples
+    "agree" = accuracies
     within 2.5 points on every set and corr(means) > 0.9; "pattern" = the signs of the entries larger than 10 %
     of the maximum agree (theory vs sampled, entries within 25 %), and the GD order parameter's diagonal is
     rank-correlated with the theory's (Spearman > 0.5); "better aligned" = the largest label overlap among
@@ -490,42 +645,68 @@ def oneshot_claims(res: dict) -> list[dict]:
         claims.append({"id": cid, "claim": text, "passed": bool(passed), "detail": detail})
 
     net = res["network"]
-    add("I1", "The gradient-descent-trained network solves the in-distribution one-shot task well above chance.",
-        net["test"] >= 65, f"network accuracy: meta-test {net['test']:.1f}%, MNIST {net['MNIST']:.1f}%, "
-        f"FashionMNIST {net['FashionMNIST']:.1f}%")
+    add(
+        "I1",
+        "The gradient-descent-trained network solves the in-distribution one-shot task well above chance.",
+        net["test"] >= 65,
+        f"network accuracy: meta-test {net['test']:.1f}%, MNIST {net['MNIST']:.1f}%, "
+        f"FashionMNIST {net['FashionMNIST']:.1f}%",
+    )
     sel = res["select"]["val"]
     th, gp = sel["theory"]["accuracy"], sel["gp"]["accuracy"]
     widths = res["grid"]["widths"]
     for s, cid in (("test", "I2-ID"), ("MNIST", "I2-MNIST"), ("FashionMNIST", "I2-FMNIST")):
         gain = th[s][0] - gp[s]
-        add(cid, f"At the smallest width the finite-width theory beats the GP limit on {SET_TITLES[s]}.", gain >= 1.0,
+        add(
+            cid,
+            f"At the smallest width the finite-width theory beats the GP limit on {SET_TITLES[s]}.",
+            gain >= 1.0,
             f"theory {th[s][0]:.1f}% at N={widths[0]} (tau {sel['theory']['tau'][0]:g}) vs GP {gp[s]:.1f}% "
-            f"(tau {float(sel['gp']['tau']):g}): {gain:+.1f} points")
-    gaps = {s: np.abs(np.asarray(res["grid"]["accuracy"][s])[:, -1] - res["gp_grid"]["accuracy"][s]).max()
-            for s in EVAL_SETS}
-    add("I2-limit", "At the largest width the theory is back at the GP limit: within 2 points of the GP at the same "
-        "temperature, on every set and at every temperature of the grid.", all(g <= 2.0 for g in gaps.values()),
+            f"(tau {float(sel['gp']['tau']):g}): {gain:+.1f} points",
+        )
+    gaps = {
+        s: np.abs(np.asarray(res["grid"]["accuracy"][s])[:, -1] - res["gp_grid"]["accuracy"][s]).max()
+        for s in EVAL_SETS
+    }
+    add(
+        "I2-limit",
+        "At the largest width the theory is back at the GP limit: within 2 points of the GP at the same "
+        "temperature, on every set and at every temperature of the grid.",
+        all(g <= 2.0 for g in gaps.values()),
         f"largest |theory - GP| at N={widths[-1]} over the grid's temperatures: "
-        + ", ".join(f"{s} {g:.1f}" for s, g in gaps.items()))
+        + ", ".join(f"{s} {g:.1f}" for s, g in gaps.items()),
+    )
     if res["samples"]:
         N = min(res["samples"])
         ag = _sample_agreement(res, N)
         ok = ag["corr"] > 0.9 and all(abs(ag[s]["theory"] - ag[s]["sampled"]) <= 2.5 for s in EVAL_SETS[1:])
-        add("I3", f"At N = {N} the sampled posterior agrees with the theory in and out of distribution.", ok,
-            "; ".join(f"{s}: theory {ag[s]['theory']:.1f}% vs sampled {ag[s]['sampled']:.1f}%"
-                      for s in EVAL_SETS[1:]) + f"; corr(means) {ag['corr']:.3f}")
+        add(
+            "I3",
+            f"At N = {N} the sampled posterior agrees with the theory in and out of distribution.",
+            ok,
+            "; ".join(f"{s}: theory {ag[s]['theory']:.1f}% vs sampled {ag[s]['sampled']:.1f}%" for s in EVAL_SETS[1:])
+            + f"; corr(means) {ag['corr']:.3f}",
+        )
         Ut, Uh = ag["U_theory"], ag["U_hat"]
         u = sampling.order_parameter_agreement(Uh, Ut)
         signs, rel = u["signs_equal"], u["max_rel_error"]
         rho = float(spearmanr(np.diag(res["panel"]["U_gd"]), np.diag(Ut)).statistic)
-        add("I4", "Theory U* and sampled U agree in pattern and magnitude; the GD order parameter shares the "
-            "pattern of its diagonal.", signs and rel <= 0.25 and rho > 0.5,
+        add(
+            "I4",
+            "Theory U* and sampled U agree in pattern and magnitude; the GD order parameter shares the "
+            "pattern of its diagonal.",
+            signs and rel <= 0.25 and rho > 0.5,
             f"sign pattern {'equal' if signs else 'differs'}; largest entries within {100 * rel:.0f}%; "
-            f"Spearman(diag U_gd, diag U*) = {rho:.2f}")
+            f"Spearman(diag U_gd, diag U*) = {rho:.2f}",
+        )
     al = res["panel"]["alignment"]
     a_rn, a_gp = float(np.max(al["renormalised"][:5])), float(np.max(al["GP"][:5]))
-    add("I5", "The renormalised kernel is better aligned with the labels than the GP kernel.", a_rn > a_gp,
-        f"largest label overlap among the first 5 eigenvectors: renormalised {a_rn:.3f}, GP {a_gp:.3f}")
+    add(
+        "I5",
+        "The renormalised kernel is better aligned with the labels than the GP kernel.",
+        a_rn > a_gp,
+        f"largest label overlap among the first 5 eigenvectors: renormalised {a_rn:.3f}, GP {a_gp:.3f}",
+    )
     return claims
 
 
@@ -534,30 +715,50 @@ def oneshot_summary(res: dict) -> tuple[dict, dict]:
     """``(summary, arrays)`` of a run: plain numbers for ``summary.json`` and arrays for ``arrays.npz``."""
     grid, gp = res["grid"], res["gp"]
     data = res["data"]
-    summary = {"experiment": "omniglot-theory", "scale": res["scale"], "config": res["config"],
-               "data": data.info, "network_record": res["network_record"], "network_accuracy": res["network"],
-               "widths": grid["widths"], "taus": grid["taus"], "gp_taus": gp["taus"],
-               "grid_accuracy": grid["accuracy"], "gp_accuracy": gp["accuracy"],
-               "gp_grid_accuracy": res["gp_grid"]["accuracy"],
-               "solver": {"max_grad": float(grid["solver"]["grad_max"].max()),
-                          "iterations": grid["solver"]["n_iter"]},
-               "select": {on: {k: {"tau": v["tau"], "accuracy": v["accuracy"]} for k, v in d.items()}
-                          for on, d in res["select"].items()},
-               "panel": {"head_scores": [h.tolist() for h in res["panel"]["head_scores"]],
-                         "check": res["panel"]["check"]},
-               "seconds": res["seconds"], "claims": oneshot_claims(res), "sampled": {},
-               "edge": res.get("edge"), "paired": {k: v for k, v in res.get("paired", {}).items()
-                                                   if k not in ("theory", "gp")}}
-    arrays = {"U": grid["U"], "U_gd": data.U_gd, "align_GP": res["panel"]["alignment"]["GP"],
-              "align_renormalised": res["panel"]["alignment"]["renormalised"],
-              "panel_mean": res["panel_prediction"].mean, "panel_var": res["panel_prediction"].var}
+    summary = {
+        "experiment": "omniglot-theory",
+        "scale": res["scale"],
+        "config": res["config"],
+        "data": data.info,
+        "network_record": res["network_record"],
+        "network_accuracy": res["network"],
+        "widths": grid["widths"],
+        "taus": grid["taus"],
+        "gp_taus": gp["taus"],
+        "grid_accuracy": grid["accuracy"],
+        "gp_accuracy": gp["accuracy"],
+        "gp_grid_accuracy": res["gp_grid"]["accuracy"],
+        "solver": {"max_grad": float(grid["solver"]["grad_max"].max()), "iterations": grid["solver"]["n_iter"]},
+        "select": {
+            on: {k: {"tau": v["tau"], "accuracy": v["accuracy"]} for k, v in d.items()}
+            for on, d in res["select"].items()
+        },
+        "panel": {"head_scores": [h.tolist() for h in res["panel"]["head_scores"]], "check": res["panel"]["check"]},
+        "seconds": res["seconds"],
+        "claims": oneshot_claims(res),
+        "sampled": {},
+        "edge": res.get("edge"),
+        "paired": {k: v for k, v in res.get("paired", {}).items() if k not in ("theory", "gp")},
+    }
+    arrays = {
+        "U": grid["U"],
+        "U_gd": data.U_gd,
+        "align_GP": res["panel"]["alignment"]["GP"],
+        "align_renormalised": res["panel"]["alignment"]["renormalised"],
+        "panel_mean": res["panel_prediction"].mean,
+        "panel_var": res["panel_prediction"].var,
+    }
     if res.get("paired"):
         arrays["paired_theory_mean"], arrays["paired_gp_mean"] = res["paired"]["theory"], res["paired"]["gp"]
     for N, smp in res["samples"].items():
         ag = _sample_agreement(res, N)
         summary["sampled"][str(N)] = {s: ag[s] for s in EVAL_SETS} | {
-            "corr": ag["corr"], "diagnostics": ag["diagnostics"], "wall_seconds": ag["wall_seconds"],
-            "settings": smp.settings, "kind": smp.kind}
+            "corr": ag["corr"],
+            "diagnostics": ag["diagnostics"],
+            "wall_seconds": ag["wall_seconds"],
+            "settings": smp.settings,
+            "kind": smp.kind,
+        }
         arrays[f"sample_N{N}_U_hat"] = smp.U_hat
         arrays[f"sample_N{N}_mean"] = smp.predictive_mean
         arrays[f"sample_N{N}_mcse"] = smp.mc_standard_error()
@@ -570,22 +771,33 @@ def paired_comparison(theory_mean, gp_mean, y) -> dict:
     t, g = np.where(np.asarray(theory_mean) > 0, 1.0, -1.0) == y, np.where(np.asarray(gp_mean) > 0, 1.0, -1.0) == y
     d = t.astype(float) - g.astype(float)
     n = len(d)
-    return {"diff": 100.0 * float(d.mean()), "se": 100.0 * float(d.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan"),
-            "only_theory": int((t & ~g).sum()), "only_gp": int((g & ~t).sum()), "n": int(n)}
+    return {
+        "diff": 100.0 * float(d.mean()),
+        "se": 100.0 * float(d.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan"),
+        "only_theory": int((t & ~g).sum()),
+        "only_gp": int((g & ~t).sum()),
+        "n": int(n),
+    }
 
 
 def run_panel(run: dict) -> dict:
-    """The ``N = 10``, ``tau = 0.5`` panel of a reloaded run (:func:`attention_paths.runs.results.load_run`): theory ``U``, sampled
+    """The ``N = 10``, ``tau = 0.5`` panel of a reloaded run (:func:`attention_paths.runs.results.load_run`):
+    theory ``U``, sampled
     ``U_hat`` (``None`` without samples), gradient-descent ``U_gd``, head scores, alignment, the grid index
     of the panel point and the validation-selected grid indices per width."""
     cfg, arrays = run["config"], run["arrays"]
     taus, widths = [float(t) for t in run["taus"]], [float(w) for w in run["widths"]]
     i_t, i_n = taus.index(float(cfg["panel_tau"])), widths.index(float(cfg["panel_N"]))
     N = int(cfg["panel_N"])
-    return {"U": arrays["U"][i_t, i_n], "U_hat": arrays.get(f"sample_N{N}_U_hat"), "U_gd": arrays["U_gd"],
-            "head_scores": [np.asarray(h) for h in run["panel"]["head_scores"]], "index": (i_t, i_n),
-            "alignment": {"GP": arrays["align_GP"], "renormalised": arrays["align_renormalised"]},
-            "selected_index": [taus.index(float(t)) for t in run["select"]["val"]["theory"]["tau"]]}
+    return {
+        "U": arrays["U"][i_t, i_n],
+        "U_hat": arrays.get(f"sample_N{N}_U_hat"),
+        "U_gd": arrays["U_gd"],
+        "head_scores": [np.asarray(h) for h in run["panel"]["head_scores"]],
+        "index": (i_t, i_n),
+        "alignment": {"GP": arrays["align_GP"], "renormalised": arrays["align_renormalised"]},
+        "selected_index": [taus.index(float(t)) for t in run["select"]["val"]["theory"]["tau"]],
+    }
 
 
 def run_paired(run: dict) -> dict:
@@ -594,7 +806,7 @@ def run_paired(run: dict) -> dict:
     n = int(run["config"]["n_eval"])
     y = np.repeat([1.0, -1.0], n // 2)  # every evaluation set is stored as its +1 block, then its -1 block
     th, gp = run["arrays"]["paired_theory_mean"], run["arrays"]["paired_gp_mean"]
-    return {s: paired_comparison(th[k * n:(k + 1) * n], gp[k * n:(k + 1) * n], y) for k, s in enumerate(EVAL_SETS)}
+    return {s: paired_comparison(th[k * n : (k + 1) * n], gp[k * n : (k + 1) * n], y) for k, s in enumerate(EVAL_SETS)}
 
 
 # ------------------------------------------------------------------------------------------ tables
@@ -614,9 +826,13 @@ def format_selection(summary_or_res: dict, widths) -> str:
         th, gp = sel[on]["theory"], sel[on]["gp"]
         for j, N in enumerate(widths):
             a = th["accuracy"]
-            lines.append(f"{label if j == 0 else '':<22}{int(N):>7d}{float(th['tau'][j]):>7g}"
-                         f"{a['test'][j]:8.1f}{a['MNIST'][j]:8.1f}{a['FashionMNIST'][j]:8.1f}")
+            lines.append(
+                f"{label if j == 0 else '':<22}{int(N):>7d}{float(th['tau'][j]):>7g}"
+                f"{a['test'][j]:8.1f}{a['MNIST'][j]:8.1f}{a['FashionMNIST'][j]:8.1f}"
+            )
         a = gp["accuracy"]
-        lines.append(f"{'':<22}{'GP':>7}{float(gp['tau']):>7g}{float(a['test']):8.1f}{float(a['MNIST']):8.1f}"
-                     f"{float(a['FashionMNIST']):8.1f}")
+        lines.append(
+            f"{'':<22}{'GP':>7}{float(gp['tau']):>7g}{float(a['test']):8.1f}{float(a['MNIST']):8.1f}"
+            f"{float(a['FashionMNIST']):8.1f}"
+        )
     return "\n".join(lines)

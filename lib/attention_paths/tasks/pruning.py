@@ -14,6 +14,7 @@ matrix-vector product (:func:`pruned_outputs`), identical to running the pruned 
 ``python -m attention_paths pruning --scale {quick,paper} --out DIR`` writes ``summary.json``
 (:func:`run_pruning`).
 """
+
 from __future__ import annotations
 
 import copy
@@ -31,10 +32,29 @@ from attention_paths.theory.paths import path_inputs
 from attention_paths.theory.predictor import predict
 from attention_paths.theory.scores import head_scores, silence_heads
 
-__all__ = ["HEADS", "REFERENCE_COMBINATIONS", "PRUNING_EXPERIMENT", "path_outputs", "path_coefficients",
-           "pruned_outputs", "correct", "drop_with_error", "score_order", "combinations_from_scores",
-           "magnitude_scores", "theory_side_drops", "spearman_with_ci", "score_stability", "run_pruning",
-           "pruning_claims", "pruning_summary", "format_table", "format_statistics", "parse_heads", "head_name"]
+__all__ = [
+    "HEADS",
+    "REFERENCE_COMBINATIONS",
+    "PRUNING_EXPERIMENT",
+    "path_outputs",
+    "path_coefficients",
+    "pruned_outputs",
+    "correct",
+    "drop_with_error",
+    "score_order",
+    "combinations_from_scores",
+    "magnitude_scores",
+    "theory_side_drops",
+    "spearman_with_ci",
+    "score_stability",
+    "run_pruning",
+    "pruning_claims",
+    "pruning_summary",
+    "format_table",
+    "format_statistics",
+    "parse_heads",
+    "head_name",
+]
 
 HEADS = (4, 4)
 ALL_HEADS = [(l, h) for l in range(len(HEADS)) for h in range(HEADS[l])]
@@ -84,7 +104,7 @@ def path_outputs(net, episodes, batch: int = 256) -> np.ndarray:
     r = np.full(net64.positions.shape[0], 1.0 / net64.positions.shape[0])
     out = []
     for i in range(0, len(episodes), batch):
-        x0 = net64.tokens((episodes.images[i:i + batch], episodes.labels[i:i + batch]))
+        x0 = net64.tokens((episodes.images[i : i + batch], episodes.labels[i : i + batch]))
         xi = path_inputs(x0.transpose(1, 2), layers, r)  # [B, Pi, 192]
         out.append(torch.einsum("pi,bpi->bp", v, xi).numpy())
     return np.concatenate(out)
@@ -162,8 +182,9 @@ def theory_side_drops(U, data, tau: float, sets=EVAL_SETS) -> dict:
     out = {}
     for head in ALL_HEADS:
         Us = silence_heads(U, HEADS, [head])
-        out[head_name(head)] = {s: base[s] - predict(Us, X, y, tau, data.features[s], return_var=False)
-                                .accuracy(data.y[s]) for s in sets}
+        out[head_name(head)] = {
+            s: base[s] - predict(Us, X, y, tau, data.features[s], return_var=False).accuracy(data.y[s]) for s in sets
+        }
     return out
 
 
@@ -200,8 +221,15 @@ def score_stability(grid_U, widths, taus, ref: tuple[int, int]) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------ the run
-def run_pruning(scale: str | None = None, *, theory: dict | None = None, network: str | None = None,
-                root=None, progress: bool = False, net=None) -> dict:
+def run_pruning(
+    scale: str | None = None,
+    *,
+    theory: dict | None = None,
+    network: str | None = None,
+    root=None,
+    progress: bool = False,
+    net=None,
+) -> dict:
     """Scores, network-side and theory-side pruning, baselines and their statistics (spec §C).
 
     ``theory`` is a result of :func:`attention_paths.tasks.oneshot.run_oneshot` (computed here, without sampling,
@@ -226,8 +254,12 @@ def run_pruning(scale: str | None = None, *, theory: dict | None = None, network
         per = {s: correct(pruned_outputs(F[s], pruned), y[s]) for s in sets}
         acc = {s: 100.0 * float(per[s].mean()) for s in sets}
         drop = {s: drop_with_error(full[s], per[s]) for s in sets}
-        return {"heads": [head_name(h) for h in pruned], "accuracy": acc,
-                "drop": {s: d[0] for s, d in drop.items()}, "drop_se": {s: d[1] for s, d in drop.items()}}, per
+        return {
+            "heads": [head_name(h) for h in pruned],
+            "accuracy": acc,
+            "drop": {s: d[0] for s, d in drop.items()},
+            "drop_se": {s: d[1] for s, d in drop.items()},
+        }, per
 
     tc = theory["config"]
     scores = theory["panel"]["head_scores"]  # N = 10, tau = 0.5
@@ -237,29 +269,42 @@ def run_pruning(scale: str | None = None, *, theory: dict | None = None, network
         per_single[head_name(head)] = per["test"]
     combos = {name: evaluate(hs)[0] for name, hs in combinations_from_scores(scores).items()}
     reference = {spec: evaluate(parse_heads(spec))[0] for spec in REFERENCE_COMBINATIONS}
-    pairs = {",".join(head_name(h) for h in pair): evaluate(list(pair))[0]
-             for pair in itertools.combinations(ALL_HEADS, 2)}
+    pairs = {
+        ",".join(head_name(h) for h in pair): evaluate(list(pair))[0] for pair in itertools.combinations(ALL_HEADS, 2)
+    }
     mag = magnitude_scores(net)
     i_t, i_n = list(theory["grid"]["taus"]).index(tc["panel_tau"]), list(theory["grid"]["widths"]).index(tc["panel_N"])
     # the selected temperature at N = 10 (validation protocol), for the paper's "selected temperature" scores
     i_sel = int(theory["select"]["val"]["theory"]["index"][i_n])
     sel_scores = head_scores(theory["grid"]["U"][i_sel, i_n], HEADS)
-    res = {"scale": scale, "config": cfg, "network_record": {k: rec.get(k) for k in ("source", "sha256")},
-           "n_episodes": {s: int(len(y[s])) for s in sets},
-           "unpruned": {s: 100.0 * float(full[s].mean()) for s in sets},
-           "scores": {head_name(h): float(scores[h[0]][h[1]]) for h in ALL_HEADS},
-           "scores_selected_tau": {"tau": float(theory["grid"]["taus"][i_sel]),
-                                   **{head_name(h): float(sel_scores[h[0]][h[1]]) for h in ALL_HEADS}},
-           "magnitude": {head_name(h): float(mag[h[0]][h[1]]) for h in ALL_HEADS},
-           "order": [head_name(h) for h in score_order(scores)],
-           "singles": singles, "combinations": combos, "reference_combinations": reference, "pairs": pairs,
-           "theory_side": theory_side_drops(theory["panel"]["U"], theory["data"], tc["panel_tau"]),
-           "stability": score_stability(theory["grid"]["U"], theory["grid"]["widths"], theory["grid"]["taus"],
-                                        (i_t, i_n)),
-           "widths": theory["grid"]["widths"], "taus": theory["grid"]["taus"], "F": F, "y": y}
+    res = {
+        "scale": scale,
+        "config": cfg,
+        "network_record": {k: rec.get(k) for k in ("source", "sha256")},
+        "n_episodes": {s: int(len(y[s])) for s in sets},
+        "unpruned": {s: 100.0 * float(full[s].mean()) for s in sets},
+        "scores": {head_name(h): float(scores[h[0]][h[1]]) for h in ALL_HEADS},
+        "scores_selected_tau": {
+            "tau": float(theory["grid"]["taus"][i_sel]),
+            **{head_name(h): float(sel_scores[h[0]][h[1]]) for h in ALL_HEADS},
+        },
+        "magnitude": {head_name(h): float(mag[h[0]][h[1]]) for h in ALL_HEADS},
+        "order": [head_name(h) for h in score_order(scores)],
+        "singles": singles,
+        "combinations": combos,
+        "reference_combinations": reference,
+        "pairs": pairs,
+        "theory_side": theory_side_drops(theory["panel"]["U"], theory["data"], tc["panel_tau"]),
+        "stability": score_stability(theory["grid"]["U"], theory["grid"]["widths"], theory["grid"]["taus"], (i_t, i_n)),
+        "widths": theory["grid"]["widths"],
+        "taus": theory["grid"]["taus"],
+        "F": F,
+        "y": y,
+    }
     res["spearman"] = {
         "theory": spearman_with_ci(scores, per_single, full["test"], cfg["n_bootstrap"], cfg["seed"]),
-        "magnitude": spearman_with_ci(mag, per_single, full["test"], cfg["n_bootstrap"], cfg["seed"])}
+        "magnitude": spearman_with_ci(mag, per_single, full["test"], cfg["n_bootstrap"], cfg["seed"]),
+    }
     return res
 
 
@@ -282,41 +327,66 @@ def pruning_claims(res: dict) -> list[dict]:
         claims.append({"id": cid, "claim": text, "passed": bool(passed), "detail": detail})
 
     sp = res["spearman"]["theory"]
-    add("C1", "Head score and accuracy drop are positively associated.", sp["rho"] > 0,
+    add(
+        "C1",
+        "Head score and accuracy drop are positively associated.",
+        sp["rho"] > 0,
         f"Spearman(score, in-distribution drop) = {sp['rho']:.2f}, bootstrap 95% interval "
         f"[{sp['ci95'][0]:.2f}, {sp['ci95'][1]:.2f}]; magnitude baseline "
-        f"{res['spearman']['magnitude']['rho']:.2f}")
+        f"{res['spearman']['magnitude']['rho']:.2f}",
+    )
     order = res["order"]
     d = {k: v["drop"]["test"] for k, v in res["singles"].items()}
     low, high = order[:2], order[-2:]
-    add("C2", "The two lowest-scoring heads each cost less than either of the two highest-scoring heads.",
+    add(
+        "C2",
+        "The two lowest-scoring heads each cost less than either of the two highest-scoring heads.",
         max(d[k] for k in low) < min(d[k] for k in high),
-        "drops (points, in distribution): " + ", ".join(f"{k} {d[k]:+.1f}" for k in order))
+        "drops (points, in distribution): " + ", ".join(f"{k} {d[k]:+.1f}" for k in order),
+    )
     c = res["combinations"]["2 lowest"]
-    add("C3", "Pruning the two lowest-scoring heads together costs only marginal in-distribution accuracy.",
+    add(
+        "C3",
+        "Pruning the two lowest-scoring heads together costs only marginal in-distribution accuracy.",
         c["drop"]["test"] <= 3.0,
         f"heads {', '.join(c['heads'])}: drop test {c['drop']['test']:+.1f} ± {c['drop_se']['test']:.1f}, "
         f"MNIST {c['drop']['MNIST']:+.1f} ± {c['drop_se']['MNIST']:.1f}, FashionMNIST "
-        f"{c['drop']['FashionMNIST']:+.1f} ± {c['drop_se']['FashionMNIST']:.1f} points")
-    add("C3-OOD", "Out of distribution, pruning the two lowest-scoring heads does not cost FashionMNIST accuracy "
-        "(the paper: it even improves slightly).", c["drop"]["FashionMNIST"] <= 0.0,
-        f"FashionMNIST drop {c['drop']['FashionMNIST']:+.1f} ± {c['drop_se']['FashionMNIST']:.1f} points")
+        f"{c['drop']['FashionMNIST']:+.1f} ± {c['drop_se']['FashionMNIST']:.1f} points",
+    )
+    add(
+        "C3-OOD",
+        "Out of distribution, pruning the two lowest-scoring heads does not cost FashionMNIST accuracy "
+        "(the paper: it even improves slightly).",
+        c["drop"]["FashionMNIST"] <= 0.0,
+        f"FashionMNIST drop {c['drop']['FashionMNIST']:+.1f} ± {c['drop_se']['FashionMNIST']:.1f} points",
+    )
     pair = np.array([e["drop"]["test"] for e in res["pairs"].values()])
     mag = res["spearman"]["magnitude"]["rho"]
-    add("C5", "Beyond the paper: the theory's score predicts drops better than the weight-magnitude baseline, and its "
+    add(
+        "C5",
+        "Beyond the paper: the theory's score predicts drops better than the weight-magnitude baseline, and its "
         "two lowest heads cost less than the median random pair of heads.",
         sp["rho"] > mag and c["drop"]["test"] < np.median(pair),
         f"Spearman theory {sp['rho']:.2f} vs magnitude {mag:.2f}; two lowest {c['drop']['test']:+.1f} vs median "
-        f"random pair {np.median(pair):+.1f} points")
+        f"random pair {np.median(pair):+.1f} points",
+    )
     stab = np.asarray(res["stability"])
-    add("C6", "Beyond the paper: the head ranking is stable, positively rank-correlated with the N = 10, tau = 0.5 "
-        "ranking at every width and temperature of the grid.", stab.min() > 0,
-        f"smallest Spearman correlation over the grid {stab.min():.2f}, median {np.median(stab):.2f}")
+    add(
+        "C6",
+        "Beyond the paper: the head ranking is stable, positively rank-correlated with the N = 10, tau = 0.5 "
+        "ranking at every width and temperature of the grid.",
+        stab.min() > 0,
+        f"smallest Spearman correlation over the grid {stab.min():.2f}, median {np.median(stab):.2f}",
+    )
     th = res["theory_side"]
     labels = list(d)
     rho = float(spearmanr([th[k]["test"] for k in labels], [d[k] for k in labels]).statistic)
-    add("C4", "Theory-side silencing orders the heads broadly like network-side pruning.", rho > 0,
-        f"Spearman(theory-side drop, network-side drop) = {rho:.2f}")
+    add(
+        "C4",
+        "Theory-side silencing orders the heads broadly like network-side pruning.",
+        rho > 0,
+        f"Spearman(theory-side drop, network-side drop) = {rho:.2f}",
+    )
     return claims
 
 
@@ -337,32 +407,41 @@ def format_statistics(res: dict) -> str:
     smallest heads by value-weight norm, and the ranking at the validation-selected temperature."""
     lines = []
     for name, r in res["spearman"].items():
-        lines.append(f"Spearman(score, drop), {name:>9} score: {r['rho']:+.2f}  95% bootstrap interval "
-                     f"[{r['ci95'][0]:+.2f}, {r['ci95'][1]:+.2f}] ({r['n_boot']} resamples of the episodes)")
+        lines.append(
+            f"Spearman(score, drop), {name:>9} score: {r['rho']:+.2f}  95% bootstrap interval "
+            f"[{r['ci95'][0]:+.2f}, {r['ci95'][1]:+.2f}] ({r['n_boot']} resamples of the episodes)"
+        )
     pairs = res["pairs"]
     pair_drops = np.array([e["drop"]["test"] for e in pairs.values()])
     two = res["combinations"]["2 lowest"]
-    lines.append(f"all {len(pairs)} pairs of heads: drop {pair_drops.mean():.1f} points on average, median "
-                 f"{np.median(pair_drops):.1f}; the two lowest-scoring heads {','.join(two['heads'])}: "
-                 f"{two['drop']['test']:+.1f} ± {two['drop_se']['test']:.1f} "
-                 f"(rank {int((pair_drops < two['drop']['test']).sum()) + 1} of {len(pairs)})")
-    mag = score_order([np.array([res["magnitude"][head_name((l, h))] for h in range(HEADS[l])])
-                       for l in range(len(HEADS))])
+    lines.append(
+        f"all {len(pairs)} pairs of heads: drop {pair_drops.mean():.1f} points on average, median "
+        f"{np.median(pair_drops):.1f}; the two lowest-scoring heads {','.join(two['heads'])}: "
+        f"{two['drop']['test']:+.1f} ± {two['drop_se']['test']:.1f} "
+        f"(rank {int((pair_drops < two['drop']['test']).sum()) + 1} of {len(pairs)})"
+    )
+    mag = score_order(
+        [np.array([res["magnitude"][head_name((l, h))] for h in range(HEADS[l])]) for l in range(len(HEADS))]
+    )
     mag_two = ",".join(head_name(h) for h in sorted(mag[:2]))
     drop = pairs.get(mag_two, {"drop": {"test": float("nan")}})["drop"]["test"]
     lines.append(f"the two smallest heads by value-weight norm, {mag_two}: drop {drop:+.1f} points")
     sel = res["scores_selected_tau"]
     labels = list(res["scores"])
     rho = spearmanr([res["scores"][k] for k in labels], [sel[k] for k in labels]).statistic
-    lines.append(f"scores at N = 10 and the validation-selected temperature tau = {sel['tau']:g} rank the heads "
-                 f"with Spearman {rho:.2f} against the tau = 0.5 scores")
+    lines.append(
+        f"scores at N = 10 and the validation-selected temperature tau = {sel['tau']:g} rank the heads "
+        f"with Spearman {rho:.2f} against the tau = 0.5 scores"
+    )
     return "\n".join(lines)
 
 
 def format_table(res: dict) -> str:
     """Accuracy and drop (± paired standard error) of every pruned network, in and out of distribution."""
-    lines = [f"{'pruned heads':<34}{'test':>15}{'MNIST':>15}{'FashionMNIST':>15}",
-             f"{'none (unpruned)':<34}" + "".join(f"{res['unpruned'][s]:>15.1f}" for s in EVAL_SETS)]
+    lines = [
+        f"{'pruned heads':<34}{'test':>15}{'MNIST':>15}{'FashionMNIST':>15}",
+        f"{'none (unpruned)':<34}" + "".join(f"{res['unpruned'][s]:>15.1f}" for s in EVAL_SETS),
+    ]
 
     def row(name, e):
         cells = "".join(f"{e['drop'][s]:>+9.1f} ±{e['drop_se'][s]:4.1f}" for s in EVAL_SETS)

@@ -5,6 +5,7 @@ chapters on it: the width sweep (:func:`theory_demo`) and the theory against pos
 Inputs are i.i.d. Gaussian token matrices; labels are the signs of one prior draw of the same
 architecture at large width (a "teacher"), so the task is realisable and path-structured.
 """
+
 from __future__ import annotations
 
 import time
@@ -24,12 +25,22 @@ from attention_paths.theory.paths import path_features, path_inputs
 from attention_paths.theory.predictor import kernel_alignment, predict
 from attention_paths.theory.solver import solve_continuation
 
-__all__ = ["random_wform_layers", "ToyProblem", "make_toy_problem", "THEORY_DEMO", "theory_demo", "theory_summary",
-           "POSTERIOR_CHECK", "posterior_check", "posterior_summary"]
+__all__ = [
+    "random_wform_layers",
+    "ToyProblem",
+    "make_toy_problem",
+    "THEORY_DEMO",
+    "theory_demo",
+    "theory_summary",
+    "POSTERIOR_CHECK",
+    "posterior_check",
+    "posterior_summary",
+]
 
 
 def random_wform_layers(n0: int, heads, beta: float = 1.0, rng: np.random.Generator | None = None):
-    """One :class:`WFormHeads` per layer with i.i.d. ``N(0, beta^2 / N0)`` entries (sharp, input-dependent attention)."""
+    """One :class:`WFormHeads` per layer with i.i.d. ``N(0, beta^2 / N0)`` entries (sharp, input-dependent
+    attention)."""
     rng = np.random.default_rng(0) if rng is None else rng
     return [WFormHeads(beta * rng.standard_normal((H, n0, n0)) / np.sqrt(n0)) for H in heads]
 
@@ -55,8 +66,16 @@ class ToyProblem:
         """The same problem with only the first ``P`` training examples (the test set is unchanged)."""
         if not 1 <= P <= len(self.y_train):
             raise ValueError(f"P must be between 1 and {len(self.y_train)}, got {P}")
-        return ToyProblem(self.x_train[:P], self.y_train[:P], self.x_test, self.y_test, self.layers,
-                          self.readout, self.features_train[:P], self.features_test)
+        return ToyProblem(
+            self.x_train[:P],
+            self.y_train[:P],
+            self.x_test,
+            self.y_test,
+            self.layers,
+            self.readout,
+            self.features_train[:P],
+            self.features_test,
+        )
 
     def path_inputs(self, which: str = "train") -> np.ndarray:
         """Path-processed inputs ``xi`` [P or M, Pi, N0] of the training or test set (for the samplers)."""
@@ -64,9 +83,18 @@ class ToyProblem:
         return path_inputs(x, self.layers, self.readout).numpy()
 
 
-def make_toy_problem(P: int = 40, M: int = 200, n0: int = 16, T: int = 6, heads=(2, 2), beta: float = 2.0,
-                     readout: str = "mean", teacher_width: int = 256, teacher_path: int | None = None,
-                     seed: int = 0) -> ToyProblem:
+def make_toy_problem(
+    P: int = 40,
+    M: int = 200,
+    n0: int = 16,
+    T: int = 6,
+    heads=(2, 2),
+    beta: float = 2.0,
+    readout: str = "mean",
+    teacher_width: int = 256,
+    teacher_path: int | None = None,
+    seed: int = 0,
+) -> ToyProblem:
     """Build a seeded toy problem (spec T§16.3 configuration by default).
 
     The labels are ``sign f_teacher(x)`` for one prior draw of the network with all widths equal to
@@ -98,10 +126,32 @@ def make_toy_problem(P: int = 40, M: int = 200, n0: int = 16, T: int = 6, heads=
 # ------------------------------------------------------------------------------------------ the experiments
 # The Theory chapter's problem: one path (index 3) carries the label; see book/theory.md.
 THEORY_DEMO = {
-    "quick": dict(P=150, M=2000, n0=24, T=10, heads=(2, 2), beta=4.0, teacher_path=3, tau=0.5, seed=1,
-                  widths=(10000, 3000, 1000, 300, 100, 30, 10, 3), n_restarts=1),
-    "paper": dict(P=150, M=2000, n0=24, T=10, heads=(2, 2), beta=4.0, teacher_path=3, tau=0.5, seed=1,
-                  widths=(100000, 30000, 10000, 3000, 1000, 300, 100, 30, 10, 3), n_restarts=3),
+    "quick": dict(
+        P=150,
+        M=2000,
+        n0=24,
+        T=10,
+        heads=(2, 2),
+        beta=4.0,
+        teacher_path=3,
+        tau=0.5,
+        seed=1,
+        widths=(10000, 3000, 1000, 300, 100, 30, 10, 3),
+        n_restarts=1,
+    ),
+    "paper": dict(
+        P=150,
+        M=2000,
+        n0=24,
+        T=10,
+        heads=(2, 2),
+        beta=4.0,
+        teacher_path=3,
+        tau=0.5,
+        seed=1,
+        widths=(100000, 30000, 10000, 3000, 1000, 300, 100, 30, 10, 3),
+        n_restarts=3,
+    ),
 }
 
 
@@ -114,8 +164,16 @@ def theory_demo(scale: str | None = None, progress: bool = False) -> dict:
     scale = get_scale(scale)
     cfg = dict(THEORY_DEMO[scale])
     tau, widths, heads = cfg["tau"], cfg["widths"], cfg["heads"]
-    prob = make_toy_problem(P=cfg["P"], M=cfg["M"], n0=cfg["n0"], T=cfg["T"], heads=heads, beta=cfg["beta"],
-                            teacher_path=cfg["teacher_path"], seed=cfg["seed"])
+    prob = make_toy_problem(
+        P=cfg["P"],
+        M=cfg["M"],
+        n0=cfg["n0"],
+        T=cfg["T"],
+        heads=heads,
+        beta=cfg["beta"],
+        teacher_path=cfg["teacher_path"],
+        seed=cfg["seed"],
+    )
     kernel = PathKernel(prob.features_train)
     t0 = time.perf_counter()
     actions = [Action(kernel, prob.y_train, tau, Architecture.uniform(heads, N)) for N in widths]
@@ -125,7 +183,10 @@ def theory_demo(scale: str | None = None, progress: bool = False) -> dict:
     gp_pred = predict(np.eye(Pi), prob.features_train, prob.y_train, tau, prob.features_test)
     preds = [predict(r.U, prob.features_train, prob.y_train, tau, prob.features_test) for r in results]
     out = {
-        "scale": scale, "config": cfg, "problem": prob, "results": results,
+        "scale": scale,
+        "config": cfg,
+        "problem": prob,
+        "results": results,
         "widths": np.array(widths, dtype=float),
         "U": np.array([r.U for r in results]),
         "deviation": np.array([np.abs(r.U - np.eye(Pi)).max() for r in results]),
@@ -147,10 +208,36 @@ def theory_demo(scale: str | None = None, progress: bool = False) -> dict:
 
 
 POSTERIOR_CHECK = {
-    "quick": dict(n0=16, T=6, heads=(2, 2), beta=2.0, alpha=2, tau=0.05, M=300, seed=0, widths=(10, 20, 40),
-                  full_widths=(20,), num_chains=2, num_warmup=300, num_samples=300),
-    "paper": dict(n0=16, T=6, heads=(2, 2), beta=2.0, alpha=2, tau=0.05, M=1000, seed=0, widths=(10, 20, 50, 100),
-                  full_widths=(10, 20, 50, 100), num_chains=4, num_warmup=500, num_samples=500),
+    "quick": dict(
+        n0=16,
+        T=6,
+        heads=(2, 2),
+        beta=2.0,
+        alpha=2,
+        tau=0.05,
+        M=300,
+        seed=0,
+        widths=(10, 20, 40),
+        full_widths=(20,),
+        num_chains=2,
+        num_warmup=300,
+        num_samples=300,
+    ),
+    "paper": dict(
+        n0=16,
+        T=6,
+        heads=(2, 2),
+        beta=2.0,
+        alpha=2,
+        tau=0.05,
+        M=1000,
+        seed=0,
+        widths=(10, 20, 50, 100),
+        full_widths=(10, 20, 50, 100),
+        num_chains=4,
+        num_warmup=500,
+        num_samples=500,
+    ),
 }
 
 
@@ -165,10 +252,18 @@ def posterior_check(scale: str | None = None, progress: bool = False) -> dict:
     scale = get_scale(scale)
     cfg = dict(POSTERIOR_CHECK[scale])
     widths, alpha, tau = cfg["widths"], cfg["alpha"], cfg["tau"]
-    base = make_toy_problem(P=alpha * max(widths), M=cfg["M"], n0=cfg["n0"], T=cfg["T"], heads=cfg["heads"],
-                            beta=cfg["beta"], seed=cfg["seed"])
-    sconf = sampling.SamplerConfig(num_warmup=cfg["num_warmup"], num_samples=cfg["num_samples"],
-                                   num_chains=cfg["num_chains"], seed=cfg["seed"])
+    base = make_toy_problem(
+        P=alpha * max(widths),
+        M=cfg["M"],
+        n0=cfg["n0"],
+        T=cfg["T"],
+        heads=cfg["heads"],
+        beta=cfg["beta"],
+        seed=cfg["seed"],
+    )
+    sconf = sampling.SamplerConfig(
+        num_warmup=cfg["num_warmup"], num_samples=cfg["num_samples"], num_chains=cfg["num_chains"], seed=cfg["seed"]
+    )
     Pi = int(np.prod(cfg["heads"]))
     rows = []
     for N in widths:
@@ -178,11 +273,19 @@ def posterior_check(scale: str | None = None, progress: bool = False) -> dict:
         th = predict(theory.U, prob.features_train, prob.y_train, tau, prob.features_test)
         gp = predict(np.eye(Pi), prob.features_train, prob.y_train, tau, prob.features_test)
         row = {"N": N, "P": alpha * N, "U_theory": theory.U, "theory": th, "gp": gp, "solve": theory}
-        row["rb"] = sampling.sample_rao_blackwell(prob.features_train, prob.y_train, tau, arch, prob.features_test,
-                                                  config=sconf, progress=progress)
+        row["rb"] = sampling.sample_rao_blackwell(
+            prob.features_train, prob.y_train, tau, arch, prob.features_test, config=sconf, progress=progress
+        )
         if N in cfg["full_widths"]:
-            row["full"] = sampling.sample_full(prob.path_inputs("train"), prob.y_train, tau, arch,
-                                               prob.path_inputs("test"), config=sconf, progress=progress)
+            row["full"] = sampling.sample_full(
+                prob.path_inputs("train"),
+                prob.y_train,
+                tau,
+                arch,
+                prob.path_inputs("test"),
+                config=sconf,
+                progress=progress,
+            )
         for kind in ("rb", "full"):
             if kind in row:
                 smp = row[kind]
@@ -197,18 +300,25 @@ def posterior_check(scale: str | None = None, progress: bool = False) -> dict:
 def posterior_summary(res: dict) -> tuple[dict, dict]:
     per_width, arrays = [], {}
     for row in res["rows"]:
-        entry = {"N": row["N"], "P": row["P"], "max_abs_U_theory_minus_GP": row["gp_dU"],
-                 "theory_accuracy": row["theory"].accuracy(res["problem"].y_test),
-                 "gp_accuracy": row["gp"].accuracy(res["problem"].y_test)}
+        entry = {
+            "N": row["N"],
+            "P": row["P"],
+            "max_abs_U_theory_minus_GP": row["gp_dU"],
+            "theory_accuracy": row["theory"].accuracy(res["problem"].y_test),
+            "gp_accuracy": row["gp"].accuracy(res["problem"].y_test),
+        }
         arrays[f"N{row['N']}_U_theory"] = row["U_theory"]
         for kind in ("rb", "full"):
             if kind in row:
                 smp = row[kind]
-                entry[kind] = {"max_abs_Uhat_minus_theory": row[f"{kind}_dU"],
-                               "rms_mean_gap_theory": row[f"{kind}_rms_theory"],
-                               "rms_mean_gap_gp": row[f"{kind}_rms_gp"],
-                               "accuracy": smp.accuracy(res["problem"].y_test),
-                               "wall_seconds": smp.wall_seconds, "diagnostics": smp.diagnostics}
+                entry[kind] = {
+                    "max_abs_Uhat_minus_theory": row[f"{kind}_dU"],
+                    "rms_mean_gap_theory": row[f"{kind}_rms_theory"],
+                    "rms_mean_gap_gp": row[f"{kind}_rms_gp"],
+                    "accuracy": smp.accuracy(res["problem"].y_test),
+                    "wall_seconds": smp.wall_seconds,
+                    "diagnostics": smp.diagnostics,
+                }
                 arrays[f"N{row['N']}_U_{kind}"] = smp.U_hat
                 arrays[f"N{row['N']}_mean_{kind}"] = smp.predictive_mean
         per_width.append(entry)
@@ -217,16 +327,45 @@ def posterior_summary(res: dict) -> tuple[dict, dict]:
 
 def theory_summary(res: dict) -> tuple[dict, dict]:
     summary = {
-        "experiment": "theory", "scale": res["scale"], "config": res["config"],
-        "gp_accuracy_percent": res["gp_accuracy"], "gp_generalization_error": res["gp_gen_error"],
+        "experiment": "theory",
+        "scale": res["scale"],
+        "config": res["config"],
+        "gp_accuracy_percent": res["gp_accuracy"],
+        "gp_generalization_error": res["gp_gen_error"],
         "per_width": [
-            {"N": float(N), "accuracy_percent": float(a), "generalization_error": float(e),
-             "max_abs_U_minus_I": float(d), "grad_max": float(g), "hessian_min_eig": float(h), "iterations": int(it)}
-            for N, a, e, d, g, h, it in zip(res["widths"], res["accuracy"], res["gen_error"], res["deviation"],
-                                            res["grad_max"], res["hessian_min_eig"], res["n_iter"])
+            {
+                "N": float(N),
+                "accuracy_percent": float(a),
+                "generalization_error": float(e),
+                "max_abs_U_minus_I": float(d),
+                "grad_max": float(g),
+                "hessian_min_eig": float(h),
+                "iterations": int(it),
+            }
+            for N, a, e, d, g, h, it in zip(
+                res["widths"],
+                res["accuracy"],
+                res["gen_error"],
+                res["deviation"],
+                res["grad_max"],
+                res["hessian_min_eig"],
+                res["n_iter"],
+            )
         ],
         "solve_seconds": res["solve_seconds"],
     }
-    arrays = {k: res[k] for k in ("widths", "U", "deviation", "accuracy", "gen_error", "K_gp", "K_renorm",
-                                  "alignment_gp", "alignment_renorm")}
+    arrays = {
+        k: res[k]
+        for k in (
+            "widths",
+            "U",
+            "deviation",
+            "accuracy",
+            "gen_error",
+            "K_gp",
+            "K_renorm",
+            "alignment_gp",
+            "alignment_renorm",
+        )
+    }
     return summary, arrays

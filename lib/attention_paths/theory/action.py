@@ -4,6 +4,7 @@
 readout overlap ``U_a`` is eliminated in closed form (T§9.1); by the envelope theorem the gradient
 of the reduced action with respect to ``U_l`` is the partial derivative at fixed ``U_a``.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -96,7 +97,7 @@ class Packing:
         out = []
         for l, (d, (ia, ib)) in enumerate(zip(self.dims, self.triu)):
             U = np.zeros((d, d))
-            U[ia, ib] = v[self.offsets[l]:self.offsets[l + 1]]
+            U[ia, ib] = v[self.offsets[l] : self.offsets[l + 1]]
             U[ib, ia] = U[ia, ib]
             out.append(U)
         return out
@@ -123,8 +124,10 @@ class Action:
         y = check_targets(y, kernel.P)
         tau = check_tau(tau)
         if not isinstance(arch, Architecture):
-            raise TypeError(f"arch must be an attention_paths.Architecture (e.g. Architecture.uniform(heads, N)), "
-                            f"got {type(arch).__name__} {arch!r}")
+            raise TypeError(
+                f"arch must be an attention_paths.Architecture (e.g. Architecture.uniform(heads, N)), "
+                f"got {type(arch).__name__} {arch!r}"
+            )
         if arch.n_paths != kernel.n_paths:
             raise ValueError(f"architecture has {arch.n_paths} paths but the kernel has {kernel.n_paths}")
         self.kernel, self.y, self.tau, self.arch = kernel, y, tau, arch
@@ -159,7 +162,9 @@ class Action:
         try:
             c = linalg.cho_factor(K, lower=True, check_finite=False)
         except linalg.LinAlgError:
-            raise NotPositiveDefiniteError("K^U + tau I is not positive definite (is U positive semidefinite?)") from None
+            raise NotPositiveDefiniteError(
+                "K^U + tau I is not positive definite (is U positive semidefinite?)"
+            ) from None
         beta = linalg.cho_solve(c, self.y, check_finite=False)
         value = 2.0 * np.log(np.diag(c[0])).sum() + self.y @ beta
         if not grad:

@@ -1,4 +1,5 @@
 """Shape and prior of the theory's network: heads, widths and prior variances (spec T§1, T§5, T§11)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -40,7 +41,9 @@ class Architecture:
         if len(widths) != L + 1 or any(not np.isfinite(n) or n <= 0 for n in widths):
             raise ValueError(f"widths must be L+1={L + 1} positive numbers (N_1..N_L, N_a); got {self.widths}")
         if len(sigma2) != L + 1 or any(not np.isfinite(s) or s <= 0 for s in sigma2):
-            raise ValueError(f"sigma2 must be L+1={L + 1} positive variances (sigma_1..sigma_L, sigma_a); got {self.sigma2}")
+            raise ValueError(
+                f"sigma2 must be L+1={L + 1} positive variances (sigma_1..sigma_L, sigma_a); got {self.sigma2}"
+            )
         object.__setattr__(self, "heads", heads)
         object.__setattr__(self, "widths", widths)
         object.__setattr__(self, "sigma2", sigma2)

@@ -4,6 +4,7 @@ Conventions: an input batch ``x`` has shape ``[P, N0, T]`` (columns are tokens).
 matrix ``A[s, t]`` has the **key** ``s`` as row and the **query** ``t`` as column; the softmax
 runs over keys, so every column of an attention matrix ``Omega`` sums to one.
 """
+
 from __future__ import annotations
 
 import math

@@ -1,11 +1,24 @@
 """Every input check of the theory, the predictor and the samplers, in one place (clear errors naming the problem)."""
+
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-__all__ = ["check_targets", "check_tau", "check_features", "check_labels", "check_count", "check_tolerance",
-           "check_positive", "check_order_parameter", "check_psd", "check_heads", "check_tokens", "check_training_set"]
+__all__ = [
+    "check_targets",
+    "check_tau",
+    "check_features",
+    "check_labels",
+    "check_count",
+    "check_tolerance",
+    "check_positive",
+    "check_order_parameter",
+    "check_psd",
+    "check_heads",
+    "check_tokens",
+    "check_training_set",
+]
 
 
 def check_features(X, name: str = "features", layout: str = "[P, N0, Pi]") -> np.ndarray:
@@ -31,15 +44,21 @@ def check_labels(y, name: str = "labels") -> np.ndarray:
     bad = ~np.isin(y, (-1.0, 1.0))
     if bad.any():
         values = np.unique(y[bad])[:5]
-        raise ValueError(f"{name} must be +1 or -1 (the package's convention for two classes); found "
-                         f"{values.tolist()}{'...' if bad.sum() > 5 else ''} -- map 0/1 labels with 2 * y - 1")
+        raise ValueError(
+            f"{name} must be +1 or -1 (the package's convention for two classes); found "
+            f"{values.tolist()}{'...' if bad.sum() > 5 else ''} -- map 0/1 labels with 2 * y - 1"
+        )
     return y
 
 
 def check_count(value, name: str, minimum: int = 0) -> int:
     """An integer count >= ``minimum`` (iterations, restarts, steps); a float with a fraction is refused."""
-    if (isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating))
-            or not float(value).is_integer() or value < minimum):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not float(value).is_integer()
+        or value < minimum
+    ):
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
 

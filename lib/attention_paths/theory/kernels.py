@@ -4,6 +4,7 @@ All kernels are built from scaled path features ``Xi[p, i, pi]`` of shape [P, N0
 (:func:`attention_paths.theory.paths.path_features`), for which ``C^{pi pi'}(x_p, x_q) = Xi[p, :, pi] . Xi[q, :, pi']``
 and ``K^U(x_p, x_q) = sum_i Xi[p, i, :] U Xi[q, i, :]^T``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,7 +20,8 @@ DEFAULT_GRAM_BYTES = 2 * 1024**3
 
 
 def gram_tensor(X) -> np.ndarray:
-    """Path-Gram tensor ``C[pi, pi', p, q] = Xi[p, :, pi] . Xi[q, :, pi']`` of features [P, N0, Pi] -> [Pi, Pi, P, P]."""
+    """Path-Gram tensor ``C[pi, pi', p, q] = Xi[p, :, pi] . Xi[q, :, pi']`` of features [P, N0, Pi]
+    -> [Pi, Pi, P, P]."""
     P, N0, Pi = X.shape
     Xt = np.ascontiguousarray(X.transpose(2, 0, 1)).reshape(Pi * P, N0)
     return np.ascontiguousarray((Xt @ Xt.T).reshape(Pi, P, Pi, P).transpose(0, 2, 1, 3))
@@ -95,8 +97,9 @@ class PathKernel:
         Also set by the environment variable ``ATTENTION_PATHS_DEVICE``.
     """
 
-    def __init__(self, features, mode: str = "auto", max_gram_bytes: float = DEFAULT_GRAM_BYTES,
-                 device: str | None = None):
+    def __init__(
+        self, features, mode: str = "auto", max_gram_bytes: float = DEFAULT_GRAM_BYTES, device: str | None = None
+    ):
         X = check_features(features)
         self.X = np.ascontiguousarray(X)
         self.P, self.N0, self.n_paths = X.shape

@@ -5,6 +5,7 @@ Input projection ``z0 = V0 x / sqrt(N0)``; layers ``z_l = sum_h V^(l,h) z_{l-1} 
 output ``f = a . z_L / sqrt(N_a)``.  Attention matrices are computed from the raw input ``x``
 in every layer and are fixed.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,8 +39,14 @@ class AttentionPathNetwork(nn.Module):
     a : Parameter [N_a]
     """
 
-    def __init__(self, layers: Sequence[AttentionLayer], readout, widths: Sequence[int],
-                 sigma2: Sequence[float] | float = 1.0, dtype=torch.float64):
+    def __init__(
+        self,
+        layers: Sequence[AttentionLayer],
+        readout,
+        widths: Sequence[int],
+        sigma2: Sequence[float] | float = 1.0,
+        dtype=torch.float64,
+    ):
         super().__init__()
         self.layers = list(layers)
         L = len(self.layers)

@@ -4,6 +4,7 @@ A path ``pi = (h_1, ..., h_L)`` picks one head per layer.  Paths are flattened r
 the **first layer's head as the slowest index**: ``idx = ((h_1 H_2 + h_2) H_3 + h_3) ...``.
 Every path-indexed object in the package (order parameters, kernels, scores) uses this order.
 """
+
 from __future__ import annotations
 
 import itertools

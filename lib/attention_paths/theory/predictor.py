@@ -3,6 +3,7 @@
 ``<f(x*)> = k(x*)^T (K + tau I)^{-1} Y`` and ``Var f(x*) = K(x*, x*) - k^T (K + tau I)^{-1} k`` with
 ``K = K^{U}``.  The variance is that of the network output and excludes the label noise ``tau``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,8 +21,15 @@ from attention_paths.theory.checks import (
 )
 from attention_paths.theory.kernels import renormalized_kernel
 
-__all__ = ["Prediction", "predict", "accuracy", "generalization_error", "kernel_alignment", "kernel_target_alignment",
-           "class_block_contrast"]
+__all__ = [
+    "Prediction",
+    "predict",
+    "accuracy",
+    "generalization_error",
+    "kernel_alignment",
+    "kernel_target_alignment",
+    "class_block_contrast",
+]
 
 
 @dataclass
@@ -98,8 +106,9 @@ def generalization_error(mean, var, y) -> float:
     """Squared-loss generalisation error ``mean[(y - <f>)^2 + Var f]`` (spec T§10)."""
     mean, var, y = np.asarray(mean), np.asarray(var), np.asarray(y)
     if not (mean.shape == var.shape == y.shape) or mean.ndim != 1:
-        raise ValueError(f"mean, variance and targets must be vectors of one shape [M], got {mean.shape}, "
-                         f"{var.shape} and {y.shape}")
+        raise ValueError(
+            f"mean, variance and targets must be vectors of one shape [M], got {mean.shape}, {var.shape} and {y.shape}"
+        )
     if mean.size == 0:
         raise ValueError("no test points: the generalisation error of an empty set is undefined")
     return float(np.mean((y - mean) ** 2 + var))

@@ -1,4 +1,5 @@
 """Head scores from the order parameter and theory-side head silencing (spec T§14.1-14.2)."""
+
 from __future__ import annotations
 
 from typing import Iterable, Sequence

@@ -6,6 +6,7 @@ the packed upper-triangular coordinates of the ``U_l`` with the analytic Hessian
 accepted when ``max |dS/dU_l| / N_max <= tol`` (in ``U`` space), the Hessian on symmetric directions
 is positive definite, and (optionally) independent restarts reach the same minimum.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -62,9 +63,15 @@ class SolveResult:
 
     def summary(self) -> dict:
         return {
-            "action": self.action, "grad_max": self.grad_max, "n_iter": self.n_iter, "n_newton": self.n_newton,
-            "converged": self.converged, "hessian_min_eig": self.hessian_min_eig, "Ua": self.Ua,
-            "restarts": self.restarts, "message": self.message,
+            "action": self.action,
+            "grad_max": self.grad_max,
+            "n_iter": self.n_iter,
+            "n_newton": self.n_newton,
+            "converged": self.converged,
+            "hessian_min_eig": self.hessian_min_eig,
+            "Ua": self.Ua,
+            "restarts": self.restarts,
+            "message": self.message,
         }
 
 
@@ -81,7 +88,7 @@ def _from_chol_params(theta, dims):
     for D in dims:
         n = D * (D + 1) // 2
         Lc = np.zeros((D, D))
-        Lc[_tril(D)] = theta[k:k + n]
+        Lc[_tril(D)] = theta[k : k + n]
         Ls.append(Lc)
         k += n
     return Ls
@@ -116,9 +123,13 @@ def _lbfgs(action: Action, Us0, max_iter: int):
         gtheta = np.concatenate([(2.0 * G @ Lc)[_tril(Lc.shape[0])] for G, Lc in zip(grads, Ls)])
         return S * scale, gtheta * scale
 
-    res = optimize.minimize(fun, _to_chol_params(Us0), jac=True, method="L-BFGS-B",
-                            options={"maxiter": max_iter, "maxcor": 30, "ftol": 1e-15, "gtol": 1e-13,
-                                     "maxls": 50})
+    res = optimize.minimize(
+        fun,
+        _to_chol_params(Us0),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": max_iter, "maxcor": 30, "ftol": 1e-15, "gtol": 1e-13, "maxls": 50},
+    )
     Ls = _from_chol_params(res.x, dims)
     return [Lc @ Lc.T for Lc in Ls], int(res.nit)
 
@@ -169,9 +180,18 @@ def _single_solve(action: Action, Us0, tol: float, max_iter: int, newton_steps: 
     return Us, S, grads, nit, nn
 
 
-def solve(action: Action, init: Sequence[np.ndarray] | None = None, *, tol: float = 1e-8,
-          max_iter: int = 20000, newton_steps: int = 8, n_restarts: int = 1, seed: int = 0,
-          check_hessian: bool = True, raise_on_failure: bool = True) -> SolveResult:
+def solve(
+    action: Action,
+    init: Sequence[np.ndarray] | None = None,
+    *,
+    tol: float = 1e-8,
+    max_iter: int = 20000,
+    newton_steps: int = 8,
+    n_restarts: int = 1,
+    seed: int = 0,
+    check_hessian: bool = True,
+    raise_on_failure: bool = True,
+) -> SolveResult:
     """Minimise the reduced action over positive-definite ``U_1, ..., U_L`` (spec T§12.2).
 
     Parameters
@@ -197,8 +217,17 @@ def solve(action: Action, init: Sequence[np.ndarray] | None = None, *, tol: floa
     if not isinstance(action, Action):
         raise TypeError(f"solve needs an attention_paths.Action, got {type(action).__name__}")
     with blas_threads_for(action.kernel.P):
-        return _solve(action, init, tol=tol, max_iter=max_iter, newton_steps=newton_steps, n_restarts=n_restarts,
-                      seed=seed, check_hessian=check_hessian, raise_on_failure=raise_on_failure)
+        return _solve(
+            action,
+            init,
+            tol=tol,
+            max_iter=max_iter,
+            newton_steps=newton_steps,
+            n_restarts=n_restarts,
+            seed=seed,
+            check_hessian=check_hessian,
+            raise_on_failure=raise_on_failure,
+        )
 
 
 def _solve(action, init, *, tol, max_iter, newton_steps, n_restarts, seed, check_hessian, raise_on_failure):
@@ -209,20 +238,30 @@ def _solve(action, init, *, tol, max_iter, newton_steps, n_restarts, seed, check
         if w.min() <= 0:
             raise NotPositiveDefiniteError(f"initial U_{l + 1} is not positive definite")
         if w.min() < 1e-12 * max(np.abs(gp[l]).max(), w.max()):
-            raise ValueError(f"initial U_{l + 1} is numerically singular (eigenvalues {w.min():.1e} .. {w.max():.1e}); "
-                             "start from the GP point (init=None) or a well-conditioned positive-definite matrix")
+            raise ValueError(
+                f"initial U_{l + 1} is numerically singular (eigenvalues {w.min():.1e} .. {w.max():.1e}); "
+                "start from the GP point (init=None) or a well-conditioned positive-definite matrix"
+            )
     Us, S, grads, nit, nn = _single_solve(action, Us0, tol, max_iter, newton_steps)
     rng = np.random.default_rng(seed)
     restarts = []
     for _ in range(n_restarts):
         Ur, Sr, gr, nit_r, nn_r = _single_solve(action, random_psd_start(action, rng), tol, max_iter, newton_steps)
         dU = max(np.abs(a - b).max() for a, b in zip(Ur, Us))
-        record = {"action": float(Sr), "delta_action_rel": float(abs(Sr - S) / max(1.0, abs(S))),
-                  "max_abs_dU": float(dU), "grad_max": float(_grad_max(action, gr))}
+        record = {
+            "action": float(Sr),
+            "delta_action_rel": float(abs(Sr - S) / max(1.0, abs(S))),
+            "max_abs_dU": float(dU),
+            "grad_max": float(_grad_max(action, gr)),
+        }
         restarts.append(record)
         if record["delta_action_rel"] > 1e-10 or dU > 1e-6:
-            warnings.warn(f"restart reached a different stationary point (dS/|S|={record['delta_action_rel']:.2e}, "
-                          f"max|dU|={dU:.2e}); keeping the lower action", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"restart reached a different stationary point (dS/|S|={record['delta_action_rel']:.2e}, "
+                f"max|dU|={dU:.2e}); keeping the lower action",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             if Sr < S:
                 Us, S, grads = Ur, Sr, gr
     gmax = _grad_max(action, grads)
@@ -232,26 +271,44 @@ def _solve(action, init, *, tol, max_iter, newton_steps, n_restarts, seed, check
         try:
             min_eig = float(np.linalg.eigvalsh(action.hessian(Us) / action.arch.n_max).min())
         except NotPositiveDefiniteError as err:
-            raise SolverError(f"the solution lies on the edge of the positive-definite cone ({err}), so its Hessian "
-                              f"cannot be evaluated; the widths {action.arch.widths} or the temperature "
-                              f"{action.tau} are probably out of the theory's range for these data") from None
+            raise SolverError(
+                f"the solution lies on the edge of the positive-definite cone ({err}), so its Hessian "
+                f"cannot be evaluated; the widths {action.arch.widths} or the temperature "
+                f"{action.tau} are probably out of the theory's range for these data"
+            ) from None
     converged = finite and gmax <= tol and (min_eig is None or min_eig > 0)
     if not finite:
-        msg = (f"not converged: the action ({S}) or its gradient (max {gmax}) is not finite -- the features are "
-               "probably too large (or too small) for float64; rescale them")
+        msg = (
+            f"not converged: the action ({S}) or its gradient (max {gmax}) is not finite -- the features are "
+            "probably too large (or too small) for float64; rescale them"
+        )
     else:
-        msg = "converged" if converged else (
-            f"not converged: max|dS/dU|/N = {gmax:.3e} (tol {tol:.1e}), Hessian min eigenvalue = {min_eig}")
-    result = SolveResult(Us=Us, Ua=action.ua(Us[-1]), action=float(S), grad_max=float(gmax), n_iter=nit + nn,
-                         n_newton=nn, converged=converged, hessian_min_eig=min_eig, tol=tol, restarts=restarts,
-                         message=msg)
+        msg = (
+            "converged"
+            if converged
+            else (f"not converged: max|dS/dU|/N = {gmax:.3e} (tol {tol:.1e}), Hessian min eigenvalue = {min_eig}")
+        )
+    result = SolveResult(
+        Us=Us,
+        Ua=action.ua(Us[-1]),
+        action=float(S),
+        grad_max=float(gmax),
+        n_iter=nit + nn,
+        n_newton=nn,
+        converged=converged,
+        hessian_min_eig=min_eig,
+        tol=tol,
+        restarts=restarts,
+        message=msg,
+    )
     if not converged and raise_on_failure:
         raise SolverError(msg)
     return result
 
 
-def solve_continuation(actions: Iterable[Action], *, progress: bool = False, desc: str = "solve",
-                       **kwargs) -> list[SolveResult]:
+def solve_continuation(
+    actions: Iterable[Action], *, progress: bool = False, desc: str = "solve", **kwargs
+) -> list[SolveResult]:
     """Solve a sequence of actions in the given order, warm-starting each from the previous solution.
 
     Order the sequence from the GP side (largest width, or highest temperature) towards the

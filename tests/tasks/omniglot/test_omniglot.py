@@ -3,6 +3,7 @@
 Tests that read the real datasets use ``$ATTENTION_PATHS_DATA`` (prepared by ``.ci/run``) and the split lists
 under ``$SHARED_DATA`` (default ``../shared/data``); they are skipped, with the reason, where those are absent.
 """
+
 import csv
 import io
 import json
@@ -15,9 +16,9 @@ import torch
 from PIL import Image
 
 import attention_paths as ap
-from attention_paths.tasks.omniglot import model as ic
 from attention_paths.tasks.omniglot import data as om
 from attention_paths.tasks.omniglot import episodes
+from attention_paths.tasks.omniglot import model as ic
 
 ROOT = Path(__file__).resolve().parents[3]
 SHARED = Path(os.environ.get("SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -201,9 +202,12 @@ def test_fixed_drawings_per_ordered_pair():
 
 
 def test_ood_episode_order_and_targets():
-    ood = {"train0": np.zeros((5, 3, 32, 32), np.float32), "train1": np.ones((5, 3, 32, 32), np.float32),
-           "test": np.arange(5, dtype=np.float32)[:, None, None, None] * np.ones((5, 3, 32, 32), np.float32),
-           "test_labels": np.array([0, 0, 0, 1, 1])}
+    ood = {
+        "train0": np.zeros((5, 3, 32, 32), np.float32),
+        "train1": np.ones((5, 3, 32, 32), np.float32),
+        "test": np.arange(5, dtype=np.float32)[:, None, None, None] * np.ones((5, 3, 32, 32), np.float32),
+        "test_labels": np.array([0, 0, 0, 1, 1]),
+    }
     ep = episodes.ood_episodes(ood)
     np.testing.assert_array_equal(ep.y, [-1, -1, -1, 1, 1])
     np.testing.assert_array_equal(ep.labels, [[0, 1, 2]] * 5)
@@ -283,7 +287,7 @@ def test_path_factorised_forward_is_the_layerwise_function(pruned):
         assert err_fast <= 3 * err_ref + 1e-6 and (a32 - b32).abs().max() <= 2e-5 * scale, (name, err_ref, err_fast)
     for layer, head in pruned:  # a pruned head's value map gets no gradient through either forward
         D = net.d_model
-        assert torch.count_nonzero(fast[1 + names.index(f"v.{layer}.weight")][head * D:(head + 1) * D]) == 0
+        assert torch.count_nonzero(fast[1 + names.index(f"v.{layer}.weight")][head * D : (head + 1) * D]) == 0
     net.set_pruned([(1, h) for h in range(4)])
     with pytest.raises(ValueError, match="all heads of layer 2"):
         net.path_forward(net.tokens((images, np.tile([0, 1, 2], (9, 1)))))
@@ -336,8 +340,9 @@ def test_short_training_run_lowers_the_loss(tmp_path):
     _tree_or_skip()
     from attention_paths.tasks.omniglot import training as tr
 
-    cfg = tr.TrainConfig(d_model=64, d_qk=16, steps=60, eval_every=30, val_episodes=256, test_episodes=256,
-                         ood_episodes=100)
+    cfg = tr.TrainConfig(
+        d_model=64, d_qk=16, steps=60, eval_every=30, val_episodes=256, test_episodes=256, ood_episodes=100
+    )
     summary = tr.train(cfg, tmp_path, progress=False)
     h = summary["history"]
     assert summary["finished"] and [r["step"] for r in h] == [30, 60]

@@ -12,6 +12,7 @@ antialiased bilinear filter) and cached per split under ``<root>/attention-paths
 checksum of their input files; normalisation and the 3 channels are applied on the fly, which reproduces
 the reference pipeline exactly (spec §E.2, "exact caching").
 """
+
 from __future__ import annotations
 
 import gzip
@@ -28,9 +29,22 @@ from attention_paths.base import config
 from attention_paths.base.config import data_root
 from attention_paths.base.io import atomic_write
 
-__all__ = ["DatasetMissingError", "DatasetDamagedError", "omniglot_tree", "list_characters", "split_of", "split_characters",
-           "OmniglotSplit", "load_split", "preprocess_omniglot_png", "omniglot_to_float",
-           "load_ood", "OOD_NORMALISATION", "OMNIGLOT_NORMALISATION", "SPLIT_SIZES"]
+__all__ = [
+    "DatasetMissingError",
+    "DatasetDamagedError",
+    "omniglot_tree",
+    "list_characters",
+    "split_of",
+    "split_characters",
+    "OmniglotSplit",
+    "load_split",
+    "preprocess_omniglot_png",
+    "omniglot_to_float",
+    "load_ood",
+    "OOD_NORMALISATION",
+    "OMNIGLOT_NORMALISATION",
+    "SPLIT_SIZES",
+]
 
 OMNIGLOT_NORMALISATION = (0.922, 0.084)  # mean, std of the inverted, resized Omniglot pixels in [0, 1]
 OOD_NORMALISATION = {"MNIST": (0.1307, 0.3081), "FashionMNIST": (0.286, 0.353)}
@@ -39,8 +53,15 @@ CACHE_VERSION = "omniglot32-v1"  # bump when the preprocessing changes
 
 # The standard few-shot character split (Vinyals et al., 2016, as shipped with torchmeta), as a rule.
 VAL_ALPHABETS = ("Armenian", "Bengali", "Early_Aramaic", "Hebrew", "Mkhedruli_(Georgian)")  # background set
-TRAIN_EVAL_ALPHABETS = ("Angelic", "Atemayar_Qelisayer", "Atlantean", "Aurek-Besh", "Avesta", "Ge_ez",
-                        "Glagolitic")  # evaluation-set alphabets that belong to meta-train
+TRAIN_EVAL_ALPHABETS = (
+    "Angelic",
+    "Atemayar_Qelisayer",
+    "Atlantean",
+    "Aurek-Besh",
+    "Avesta",
+    "Ge_ez",
+    "Glagolitic",
+)  # evaluation-set alphabets that belong to meta-train
 GURMUKHI_TRAIN = range(1, 42)  # Gurmukhi characters 01-41 are meta-train, 42-45 meta-test
 
 
@@ -51,7 +72,8 @@ class DatasetMissingError(FileNotFoundError):
 def _missing(what: str, where: Path, hint: str) -> DatasetMissingError:
     return DatasetMissingError(
         f"{what} was not found under {where} and could not be downloaded (offline?). The dataset root is "
-        f"$ATTENTION_PATHS_DATA (now {data_root()}); {hint}")
+        f"$ATTENTION_PATHS_DATA (now {data_root()}); {hint}"
+    )
 
 
 class DatasetDamagedError(ValueError):
@@ -68,7 +90,7 @@ def _idx_intact(path: Path) -> bool:
             dims = fh.read(4 * head[3])
         if len(dims) < 4 * head[3]:
             return False
-        n = int(np.prod([int.from_bytes(dims[4 * i:4 * i + 4], "big") for i in range(head[3])]))
+        n = int(np.prod([int.from_bytes(dims[4 * i : 4 * i + 4], "big") for i in range(head[3])]))
         return path.stat().st_size == 4 + 4 * head[3] + n
     except OSError:
         return False
@@ -88,7 +110,8 @@ def _verify_and_unpack(cls, raw: Path) -> None:
             if digest != md5:
                 raise DatasetDamagedError(
                     f"{gz} is damaged: its MD5 is {digest}, torchvision's {cls.__name__} file has {md5}; "
-                    "replace it with the official file (or delete it to download it again)")
+                    "replace it with the official file (or delete it to download it again)"
+                )
             if not (idx.exists() and _idx_intact(idx)):
                 try:
                     data = gzip.decompress(gz.read_bytes())
@@ -96,8 +119,10 @@ def _verify_and_unpack(cls, raw: Path) -> None:
                     raise DatasetDamagedError(f"{gz} cannot be unpacked ({err})") from None
                 atomic_write(idx, lambda fh: fh.write(data))
         elif idx.exists() and not _idx_intact(idx):
-            raise DatasetDamagedError(f"{idx} is damaged: its size does not match its IDX header (truncated?); "
-                                      f"replace it, or put the official {filename} beside it")
+            raise DatasetDamagedError(
+                f"{idx} is damaged: its size does not match its IDX header (truncated?); "
+                f"replace it, or put the official {filename} beside it"
+            )
 
 
 # ------------------------------------------------------------------------------------------ Omniglot files
@@ -120,9 +145,12 @@ def omniglot_tree(root: str | Path | None = None, download: bool = True) -> Path
             return tree
         except Exception:  # no network, or a failed download
             pass
-    raise _missing("The Omniglot PNG tree (omniglot-py/images_background, omniglot-py/images_evaluation)", root,
-                   "put the tree there, e.g. with `python shared/data/omniglot/materialize_omniglot.py "
-                   "$ATTENTION_PATHS_DATA`, or run once with internet access.")
+    raise _missing(
+        "The Omniglot PNG tree (omniglot-py/images_background, omniglot-py/images_evaluation)",
+        root,
+        "put the tree there, e.g. with `python shared/data/omniglot/materialize_omniglot.py "
+        "$ATTENTION_PATHS_DATA`, or run once with internet access.",
+    )
 
 
 def list_characters(tree: Path) -> list[tuple[str, str, str]]:
@@ -196,8 +224,9 @@ def _split_files(tree: Path, chars) -> list[list[Path]]:
     return files
 
 
-def load_split(split: str, root: str | Path | None = None, download: bool = True,
-               cache_dir: str | Path | None = None) -> OmniglotSplit:
+def load_split(
+    split: str, root: str | Path | None = None, download: bool = True, cache_dir: str | Path | None = None
+) -> OmniglotSplit:
     """Preprocessed images of split ``'train'``, ``'val'`` or ``'test'``, from the cache or built once.
 
     The cache file ``<cache_dir>/omniglot32_<split>.npz`` records a SHA-256 checksum of the split's PNG
@@ -229,12 +258,15 @@ def load_split(split: str, root: str | Path | None = None, download: bool = True
                     return OmniglotSplit(split, f["images"], chars, checksum)
         except Exception:  # damaged cache: rebuild below
             pass
+
     def prep(f, data):
         try:
             return preprocess_omniglot_png(data)
         except Exception as err:  # Pillow's errors do not name the file
-            raise DatasetDamagedError(f"Omniglot image {f} is damaged ({err}); replace it (e.g. rerun "
-                                      "materialize_omniglot.py or the torchvision download)") from None
+            raise DatasetDamagedError(
+                f"Omniglot image {f} is damaged ({err}); replace it (e.g. rerun "
+                "materialize_omniglot.py or the torchvision download)"
+            ) from None
 
     images = np.stack([np.stack([prep(f, d) for f, d in row]) for row in contents])
     names = np.array(["/".join(c) for c in chars])
@@ -259,9 +291,13 @@ def load_ood(name: str, root: str | Path | None = None, download: bool = True) -
         train = cls(str(root), train=True, download=download and not config.offline())
         test = cls(str(root), train=False, download=download and not config.offline())
     except Exception:
-        raise _missing(name, root / name, f"put the four official {name} *-ubyte.gz files in "
-                       f"$ATTENTION_PATHS_DATA/{name}/raw/ (torchvision unpacks them offline when their md5 "
-                       "matches), or run once with internet access.") from None
+        raise _missing(
+            name,
+            root / name,
+            f"put the four official {name} *-ubyte.gz files in "
+            f"$ATTENTION_PATHS_DATA/{name}/raw/ (torchvision unpacks them offline when their md5 "
+            "matches), or run once with internet access.",
+        ) from None
     mean, std = OOD_NORMALISATION[name]
 
     def prep(images):
@@ -273,5 +309,9 @@ def load_ood(name: str, root: str | Path | None = None, download: bool = True) -
     te_x, te_y = test.data.numpy(), test.targets.numpy()
     test_idx = np.concatenate([np.flatnonzero(te_y == 0), np.flatnonzero(te_y == 1)])
     n = len(test_idx)  # episode i uses the i-th training image of each class as its supports
-    return {"train0": prep(tr_x[tr_y == 0][:n]), "train1": prep(tr_x[tr_y == 1][:n]),
-            "test": prep(te_x[test_idx]), "test_labels": te_y[test_idx].astype(np.int64)}
+    return {
+        "train0": prep(tr_x[tr_y == 0][:n]),
+        "train1": prep(tr_x[tr_y == 1][:n]),
+        "test": prep(te_x[test_idx]),
+        "test_labels": te_y[test_idx].astype(np.int64),
+    }

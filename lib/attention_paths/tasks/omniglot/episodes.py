@@ -4,6 +4,7 @@ An episode is [support, support, query] (2-way 1-shot, one query): two character
 support with in-context labels 0 and 1, and a query of one of them.  Out of distribution (MNIST,
 FashionMNIST), episode ``i`` is [i-th training 0, i-th training 1, i-th test image].
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -49,8 +50,9 @@ def _pair_drawings(c0: int, c1: int, seed: int, n_drawings: int) -> tuple[np.nda
     return rng.choice(n_drawings, 2, replace=False), rng.choice(n_drawings, 2, replace=False)
 
 
-def sample_episodes(images_uint8: np.ndarray, n: int, rng: np.random.Generator, *, drawing_seed: int | None = 0,
-                    to_float=None) -> Episodes:
+def sample_episodes(
+    images_uint8: np.ndarray, n: int, rng: np.random.Generator, *, drawing_seed: int | None = 0, to_float=None
+) -> Episodes:
     """``n`` random 2-way 1-shot episodes from one split (spec §B.2).
 
     Parameters
@@ -91,10 +93,17 @@ def sample_episodes(images_uint8: np.ndarray, n: int, rng: np.random.Generator, 
 
     labels = np.stack([lab_of(sup_cls[:, 0]), lab_of(sup_cls[:, 1]), np.full(n, QUERY_LABEL)], axis=1)
     y = np.where(lab_of(q_cls) == 1, 1.0, -1.0).astype(np.float32)
-    imgs = np.stack([images_uint8[sup_cls[:, 0], sup_draw[:, 0]], images_uint8[sup_cls[:, 1], sup_draw[:, 1]],
-                     images_uint8[q_cls, q_draw]], axis=1)
-    classes = np.stack([np.where(label_a == 0, pairs[:, 0], pairs[:, 1]),
-                        np.where(label_a == 0, pairs[:, 1], pairs[:, 0])], axis=1)
+    imgs = np.stack(
+        [
+            images_uint8[sup_cls[:, 0], sup_draw[:, 0]],
+            images_uint8[sup_cls[:, 1], sup_draw[:, 1]],
+            images_uint8[q_cls, q_draw],
+        ],
+        axis=1,
+    )
+    classes = np.stack(
+        [np.where(label_a == 0, pairs[:, 0], pairs[:, 1]), np.where(label_a == 0, pairs[:, 1], pairs[:, 0])], axis=1
+    )
     return Episodes(to_float(imgs), labels.astype(np.int64), y, classes, q_cls)
 
 
@@ -109,8 +118,13 @@ def ood_episodes(ood: dict, indices=None) -> Episodes:
     images = np.stack([ood["train0"][idx], ood["train1"][idx], ood["test"][idx]], axis=1)
     labels = np.tile(np.array([0, 1, QUERY_LABEL]), (len(idx), 1))
     q = ood["test_labels"][idx]
-    return Episodes(images.astype(np.float32), labels, np.where(q == 1, 1.0, -1.0).astype(np.float32),
-                    np.tile(np.array([0, 1]), (len(idx), 1)), q.astype(np.int64))
+    return Episodes(
+        images.astype(np.float32),
+        labels,
+        np.where(q == 1, 1.0, -1.0).astype(np.float32),
+        np.tile(np.array([0, 1]), (len(idx), 1)),
+        q.astype(np.int64),
+    )
 
 
 def fixed_episodes(split_images: np.ndarray, n: int, seed: int, drawing_seed: int = 0) -> Episodes:
@@ -119,11 +133,13 @@ def fixed_episodes(split_images: np.ndarray, n: int, seed: int, drawing_seed: in
 
 
 def evaluation_sets(cfg, root=None) -> dict:
-    """The fixed evaluation episodes of a training configuration (:class:`~.training.TrainConfig`): ``val`` and ``test`` (Omniglot meta-validation and
+    """The fixed evaluation episodes of a training configuration (:class:`~.training.TrainConfig`): ``val``
+    and ``test`` (Omniglot meta-validation and
     meta-test characters, seeded) and ``MNIST``, ``FashionMNIST`` (all, or a balanced subset)."""
-    sets = {"val": fixed_episodes(load_split("val", root).images, cfg.val_episodes, 1000 + cfg.seed, cfg.drawing_seed),
-            "test": fixed_episodes(load_split("test", root).images, cfg.test_episodes, 2000 + cfg.seed,
-                                   cfg.drawing_seed)}
+    sets = {
+        "val": fixed_episodes(load_split("val", root).images, cfg.val_episodes, 1000 + cfg.seed, cfg.drawing_seed),
+        "test": fixed_episodes(load_split("test", root).images, cfg.test_episodes, 2000 + cfg.seed, cfg.drawing_seed),
+    }
     for name in ("MNIST", "FashionMNIST"):
         ood = load_ood(name, root)
         n = len(ood["test"])

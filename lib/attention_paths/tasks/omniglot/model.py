@@ -11,6 +11,7 @@ keys act on the bare input ``x0``, value maps on the layer input, no residual, n
 bias, mean readout over tokens and a scalar output.  Its query/key weights and ``x0`` go to the theory
 unchanged (:meth:`InContextTransformer.theory_layers`).
 """
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,14 @@ from torch import nn
 from attention_paths.tasks.omniglot.episodes import Episodes
 from attention_paths.theory.attention import QKFormHeads
 
-__all__ = ["patchify", "sinusoidal_positions", "InContextTransformer", "N_TOKENS", "PATCH_FEATURES",
-           "query_attention_by_block"]
+__all__ = [
+    "patchify",
+    "sinusoidal_positions",
+    "InContextTransformer",
+    "N_TOKENS",
+    "PATCH_FEATURES",
+    "query_attention_by_block",
+]
 
 PATCH = 8
 PATCHES_PER_IMAGE = 16
@@ -135,8 +142,12 @@ class InContextTransformer(nn.Module):
         w = self._path_weights(lambda t: t) @ self.w_in.weight  # [Pi, 192], differentiable
         # scores of every head of every layer through the bilinear forms A = Q^T K [192, 192] (one matmul
         # and one batched matmul): S[b, t, l, h, s] = (Q x_t) . (K x_s) / sqrt(G)
-        A = [torch.einsum("hgi,hgj->ihj", self.q[layer].weight.reshape(H, G, F),
-                          self.k[layer].weight.reshape(H, G, F)).reshape(F, H * F) for layer in range(L)]
+        A = [
+            torch.einsum(
+                "hgi,hgj->ihj", self.q[layer].weight.reshape(H, G, F), self.k[layer].weight.reshape(H, G, F)
+            ).reshape(F, H * F)
+            for layer in range(L)
+        ]
         Y = (x0 @ torch.cat(A, dim=1)).reshape(B, T * L * H, F)
         S = (Y @ x0.transpose(1, 2)).reshape(B, T, L, H, T) * (1.0 / math.sqrt(G))
         a = torch.softmax(S, dim=-1).unbind(dim=2)  # a[l][b, t, h, s] = Omega^(l, h)[b, s, t]
@@ -202,7 +213,7 @@ def query_attention_by_block(net: InContextTransformer, episodes: Episodes, batc
         x0 = net.tokens((episodes.images[sl], episodes.labels[sl])).to(dev)
         lab = torch.as_tensor(episodes.labels[sl][:, :2], device=dev)  # in-context labels of the supports
         for layer in range(net.n_layers):
-            om = net.attention(x0, layer)[..., 2 * P:]  # [B, H, s, query tokens]
+            om = net.attention(x0, layer)[..., 2 * P :]  # [B, H, s, query tokens]
             blocks = om.reshape(om.shape[0], om.shape[1], 3, P, P).sum(3).mean(-1)  # [B, H, block]
             first_is_0 = (lab[:, 0] == 0)[:, None]
             to0 = torch.where(first_is_0, blocks[:, :, 0], blocks[:, :, 1])

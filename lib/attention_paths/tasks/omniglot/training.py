@@ -7,6 +7,7 @@ it uses 16-bit mixed precision and ``torch.compile``; on a CPU it uses all cores
 
 ``python -m attention_paths omniglot-train --scale {quick,paper} --out DIR`` runs :func:`train`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,9 +28,21 @@ from attention_paths.tasks.omniglot.data import load_split
 from attention_paths.tasks.omniglot.episodes import Episodes, evaluation_sets, sample_episodes
 from attention_paths.tasks.omniglot.model import InContextTransformer
 
-__all__ = ["TrainConfig", "TRAIN_CONFIGS", "train", "evaluate", "load_trained", "checkpoint_sha256", "config_for",
-           "format_history", "format_record", "export_checkpoint", "committed_checkpoint", "load_network",
-           "PRECISIONS"]
+__all__ = [
+    "TrainConfig",
+    "TRAIN_CONFIGS",
+    "train",
+    "evaluate",
+    "load_trained",
+    "checkpoint_sha256",
+    "config_for",
+    "format_history",
+    "format_record",
+    "export_checkpoint",
+    "committed_checkpoint",
+    "load_network",
+    "PRECISIONS",
+]
 
 EPISODES_PER_EPOCH = 527_878  # binom(1028, 2)
 
@@ -89,8 +102,11 @@ def evaluate(net: InContextTransformer, episodes: Episodes, batch: int = 256, *,
         outs.append(fwd(x0).float().cpu())
     f = torch.cat(outs).numpy()
     y = episodes.y
-    return {"accuracy": 100.0 * float(np.mean(np.where(f > 0, 1.0, -1.0) == y)), "mse": float(np.mean((f - y) ** 2)),
-            "n": int(len(y))}
+    return {
+        "accuracy": 100.0 * float(np.mean(np.where(f > 0, 1.0, -1.0) == y)),
+        "mse": float(np.mean((f - y) ** 2)),
+        "n": int(len(y)),
+    }
 
 
 def _state_digest(ck: dict) -> str:
@@ -130,8 +146,10 @@ def _read_checkpoint(path: Path, device, need=("config", "model")) -> dict:
     except FileNotFoundError:
         raise
     except Exception as err:
-        raise ValueError(f"checkpoint {path} is corrupted or not a training checkpoint ({err!r}); delete it to "
-                         "start again, or restore it") from None
+        raise ValueError(
+            f"checkpoint {path} is corrupted or not a training checkpoint ({err!r}); delete it to "
+            "start again, or restore it"
+        ) from None
     if not isinstance(ck, dict):
         raise ValueError(f"checkpoint {path} is not a training checkpoint (a {type(ck).__name__}, not a dict)")
     missing = [k for k in need if k not in ck]
@@ -178,8 +196,17 @@ def _autocast_dtype(precision: str, dev: torch.device):
     return {"float32": None, "bfloat16": torch.bfloat16, "float16": torch.float16}[precision]
 
 
-def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bool = True,
-          max_steps: int | None = None, precision: str = "auto", layerwise: bool = False) -> dict:
+def train(
+    cfg: TrainConfig,
+    out,
+    *,
+    root=None,
+    progress: bool = True,
+    resume: bool = True,
+    max_steps: int | None = None,
+    precision: str = "auto",
+    layerwise: bool = False,
+) -> dict:
     """Train (or resume) and evaluate; writes ``out/last.pt``, ``out/best.pt`` and ``out/summary.json``.
 
     The steps use the path-factorised forward (:meth:`InContextTransformer.path_forward`; the same function,
@@ -208,10 +235,12 @@ def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bo
     step, history, best, seconds = 0, [], None, 0.0
     last = out / "last.pt"
     if resume and last.exists():
-        ck = _read_checkpoint(last, dev, need=("config", "model", "optimizer", "rng_state", "step", "history",
-                                                "best", "seconds"))
-        same = {k: v for k, v in ck["config"].items() if k != "steps"} == \
-            {k: v for k, v in asdict(cfg).items() if k != "steps"}
+        ck = _read_checkpoint(
+            last, dev, need=("config", "model", "optimizer", "rng_state", "step", "history", "best", "seconds")
+        )
+        same = {k: v for k, v in ck["config"].items() if k != "steps"} == {
+            k: v for k, v in asdict(cfg).items() if k != "steps"
+        }
         if not same:  # only the number of steps may change: a run can be extended
             raise ValueError(f"{last} was written with other settings; use another --out or delete it")
         ck["config"] = asdict(cfg)
@@ -247,9 +276,16 @@ def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bo
                 rec[name] = evaluate(net, eps)
             history.append(rec)
             losses = []
-            state = {"config": asdict(cfg), "model": net.state_dict(), "optimizer": opt.state_dict(),
-                     "scaler": scaler.state_dict(),
-                     "rng_state": rng.bit_generator.state, "step": done, "history": history, "seconds": seconds}
+            state = {
+                "config": asdict(cfg),
+                "model": net.state_dict(),
+                "optimizer": opt.state_dict(),
+                "scaler": scaler.state_dict(),
+                "rng_state": rng.bit_generator.state,
+                "step": done,
+                "history": history,
+                "seconds": seconds,
+            }
             if best is None or rec["val"]["accuracy"] > best["val"]["accuracy"]:
                 best = rec
                 _atomic_torch_save({**state, "best": best}, out / "best.pt")
@@ -258,16 +294,24 @@ def train(cfg: TrainConfig, out, *, root=None, progress: bool = True, resume: bo
                 bar.set_postfix(loss=f"{rec['train_loss']:.3f}", val=f"{rec['val']['accuracy']:.1f}%")
             t0 = time.perf_counter()
     final = history[-1] if history else None
-    summary = {"experiment": "omniglot-train", "config": asdict(cfg), "steps_done": final["step"] if final else 0,
-               "finished": bool(final and final["step"] >= cfg.steps), "history": history, "final": final,
-               "best_validation": best, "device": str(dev),
-               "device_name": torch.cuda.get_device_name(0) if dev.type == "cuda" else os.uname().machine,
-               "threads": torch.get_num_threads(), "hardware": hardware(),
-               "forward": "layer-wise" if layerwise else "path-factorised",
-               "precision": str(amp_dtype or torch.float32).removeprefix("torch."),
-               "episodes_per_second": (final["step"] * cfg.batch / final["seconds"]) if final and final["seconds"] else None,
-               "checkpoint_sha256": {p.name: checkpoint_sha256(p) for p in (last, out / "best.pt") if p.exists()},
-               "provenance": provenance()}
+    summary = {
+        "experiment": "omniglot-train",
+        "config": asdict(cfg),
+        "steps_done": final["step"] if final else 0,
+        "finished": bool(final and final["step"] >= cfg.steps),
+        "history": history,
+        "final": final,
+        "best_validation": best,
+        "device": str(dev),
+        "device_name": torch.cuda.get_device_name(0) if dev.type == "cuda" else os.uname().machine,
+        "threads": torch.get_num_threads(),
+        "hardware": hardware(),
+        "forward": "layer-wise" if layerwise else "path-factorised",
+        "precision": str(amp_dtype or torch.float32).removeprefix("torch."),
+        "episodes_per_second": (final["step"] * cfg.batch / final["seconds"]) if final and final["seconds"] else None,
+        "checkpoint_sha256": {p.name: checkpoint_sha256(p) for p in (last, out / "best.pt") if p.exists()},
+        "provenance": provenance(),
+    }
     atomic_write_json(out / "summary.json", summary)
     return summary
 
@@ -281,23 +325,28 @@ def format_record(record: dict) -> str:
     """Where a trained network came from, its training length, settings, hardware and checksum (text)."""
     cfg = record["config"]
     last = record["history"][-1]
-    return "\n".join([
-        record.get("source", ""),
-        f"steps {record['steps_done']} of the paper recipe's {TrainConfig().steps} "
-        f"({'finished' if record['finished'] else 'stopped early'}); batch {cfg['batch']}, "
-        f"d_model {cfg['d_model']}, seed {cfg['seed']}",
-        f"trained on {record['device']} ({record.get('hardware', {}).get('cpu', record['device_name'])}, "
-        f"{record['threads']} threads) in {last['seconds'] / 60:.0f} min, {record['episodes_per_second']:.0f} "
-        f"episodes/s, {record.get('forward', 'layer-wise')} forward, {record.get('precision', 'float32')}",
-        f"code {str(record['provenance']['git_commit'])[:10]}, SHA-256 {record.get('sha256', '?')[:16]}..."])
+    return "\n".join(
+        [
+            record.get("source", ""),
+            f"steps {record['steps_done']} of the paper recipe's {TrainConfig().steps} "
+            f"({'finished' if record['finished'] else 'stopped early'}); batch {cfg['batch']}, "
+            f"d_model {cfg['d_model']}, seed {cfg['seed']}",
+            f"trained on {record['device']} ({record.get('hardware', {}).get('cpu', record['device_name'])}, "
+            f"{record['threads']} threads) in {last['seconds'] / 60:.0f} min, {record['episodes_per_second']:.0f} "
+            f"episodes/s, {record.get('forward', 'layer-wise')} forward, {record.get('precision', 'float32')}",
+            f"code {str(record['provenance']['git_commit'])[:10]}, SHA-256 {record.get('sha256', '?')[:16]}...",
+        ]
+    )
 
 
 def format_history(summary: dict) -> str:
     """Text table of a training summary's evaluation history."""
     rows = [f"{'step':>6} {'loss':>6} {'val %':>6} {'test %':>6} {'MNIST %':>7} {'Fashion %':>9} {'min':>6}"]
     for r in summary["history"]:
-        rows.append(f"{r['step']:6d} {r['train_loss']:6.3f} {r['val']['accuracy']:6.1f} {r['test']['accuracy']:6.1f} "
-                    f"{r['MNIST']['accuracy']:7.1f} {r['FashionMNIST']['accuracy']:9.1f} {r['seconds'] / 60:6.1f}")
+        rows.append(
+            f"{r['step']:6d} {r['train_loss']:6.3f} {r['val']['accuracy']:6.1f} {r['test']['accuracy']:6.1f} "
+            f"{r['MNIST']['accuracy']:7.1f} {r['FashionMNIST']['accuracy']:9.1f} {r['seconds'] / 60:6.1f}"
+        )
     return "\n".join(rows)
 
 
@@ -308,16 +357,23 @@ def export_checkpoint(run_dir, dest_dir) -> dict:
     run_dir, dest_dir = Path(run_dir), Path(dest_dir)
     ck = _read_checkpoint(run_dir / "last.pt", "cpu")
     summary = json.loads((run_dir / "summary.json").read_text())
-    _atomic_torch_save({k: v for k, v in ck.items() if k not in ("optimizer", "rng_state", "scaler", "digest")},
-                       dest_dir / "model.pt")
+    _atomic_torch_save(
+        {k: v for k, v in ck.items() if k not in ("optimizer", "rng_state", "scaler", "digest")}, dest_dir / "model.pt"
+    )
     record = dict(summary)
     if "hardware" not in record:  # runs from before the field: the export runs where the run was trained
         record["hardware"] = dict(hardware(), note="recorded when the checkpoint was exported")
     final = (summary.get("history") or [{}])[-1]
-    record["accuracies"] = {s: {"accuracy": final[s]["accuracy"], "episodes": final[s]["n"]}
-                            for s in ("val", "test", "MNIST", "FashionMNIST") if s in final}
-    record["exported"] = {"file": "model.pt", "sha256": checkpoint_sha256(dest_dir / "model.pt"),
-                          "from": "last checkpoint (spec OP-E5: the last checkpoint feeds everything downstream)"}
+    record["accuracies"] = {
+        s: {"accuracy": final[s]["accuracy"], "episodes": final[s]["n"]}
+        for s in ("val", "test", "MNIST", "FashionMNIST")
+        if s in final
+    }
+    record["exported"] = {
+        "file": "model.pt",
+        "sha256": checkpoint_sha256(dest_dir / "model.pt"),
+        "from": "last checkpoint (spec OP-E5: the last checkpoint feeds everything downstream)",
+    }
     atomic_write_json(dest_dir / "record.json", record)
     return record
 
@@ -334,8 +390,7 @@ def committed_checkpoint(name: str, data_dir=None) -> tuple[Path, dict] | None:
     return folder / "model.pt", record
 
 
-def load_network(scale: str | None = None, *, train_if_missing: bool = True, progress: bool = False,
-                    data_dir=None):
+def load_network(scale: str | None = None, *, train_if_missing: bool = True, progress: bool = False, data_dir=None):
     """The trained network of a scale: the committed ``data/omniglot-<scale>/model.pt`` when present, else a
     run trained (and cached, resumable) under ``$ATTENTION_PATHS_DATA/attention-paths-cache``.
 
@@ -347,13 +402,19 @@ def load_network(scale: str | None = None, *, train_if_missing: bool = True, pro
     if committed is not None:
         path, record = committed
         net, ck = load_trained(path)
-        return net, {**record, "source": f"committed checkpoint data/omniglot-{scale}/model.pt",
-                     "sha256": record["exported"]["sha256"]}
+        return net, {
+            **record,
+            "source": f"committed checkpoint data/omniglot-{scale}/model.pt",
+            "sha256": record["exported"]["sha256"],
+        }
     committed = Path(data_dir or config.repo_data_dir()) / f"omniglot-{scale}"
     if not train_if_missing:
         raise FileNotFoundError(f"no committed checkpoint under {committed}")
     run_dir = config.data_root() / "attention-paths-cache" / f"omniglot-train-{scale}"
     summary = train(config_for(scale), run_dir, progress=progress)
     net, _ = load_trained(run_dir / "last.pt")
-    return net, {**summary, "source": f"trained in this build ({run_dir})",
-                 "sha256": checkpoint_sha256(run_dir / "last.pt")}
+    return net, {
+        **summary,
+        "source": f"trained in this build ({run_dir})",
+        "sha256": checkpoint_sha256(run_dir / "last.pt"),
+    }
