@@ -2,6 +2,8 @@
 below it, and no import cycle between modules (issue 17)."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -118,3 +120,16 @@ def test_no_import_cycle():
 def test_environment_variables_are_read_in_config_only():
     readers = [m for m, p in MODULES.items() if "os.environ" in p.read_text() or "getenv" in p.read_text()]
     assert readers == ["attention_paths.base.config"], readers
+
+
+def test_jax_starts_only_when_a_sampler_is_used():
+    """Importing every layer (the command line included) starts neither JAX nor arviz: JAX must see the CPU
+    device count (XLA_FLAGS) that the command line sets before the first sampler call."""
+    code = (
+        "import sys, attention_paths.__main__, attention_paths.runs.results, attention_paths.tasks.hmc, "
+        "attention_paths.sampling as s; assert 'jax' not in sys.modules and 'arviz' not in sys.modules; "
+        "s.SamplerConfig; assert 'arviz' in sys.modules and 'jax' not in sys.modules; s.sample_full; "
+        "assert 'jax' in sys.modules"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr

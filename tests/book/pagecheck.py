@@ -1,7 +1,7 @@
 """Real-browser check of the built book: every page rendered, no broken images or internal links, no error
 output, equations typeset; a screenshot of every page.
 
-    python tests/pagecheck.py _build/html --screenshots _build/screenshots [--mathjax DIR]
+    python tests/book/pagecheck.py _build/html --screenshots _build/screenshots [--mathjax DIR]
 
 Static checks (Python's HTML parser): every ``<img>`` file exists, every internal link points at an existing
 page and, with a ``#fragment``, at an existing ``id`` there; no cell output contains a traceback or an error.

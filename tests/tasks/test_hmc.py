@@ -177,7 +177,7 @@ def test_paper_claims_hold_for_the_theory(theory_res):
 
 @pytest.mark.slow
 def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
-    """A short sampling run goes through the CLI's summary, is reloaded by load_hmc_run and matches."""
+    """A short sampling run goes through the CLI's summary, is reloaded by results.load_run and matches."""
     from attention_paths.base.io import atomic_savez, atomic_write_json
 
     cfg = dict(hmc.HMC_EXPERIMENT["quick"])

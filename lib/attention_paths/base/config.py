@@ -1,20 +1,16 @@
 """Run-time configuration: every environment variable the package reads, read here and nowhere else.
 
-=========================  ===============================================================================
-variable                   meaning
-=========================  ===============================================================================
-``REPRO_SCALE``            problem sizes of every experiment: ``quick`` (default; CPU, minutes) or ``paper``
-``ATTENTION_PATHS_DATA``   the dataset root (MNIST, FashionMNIST, Omniglot); default
-                           ``~/.cache/attention-paths/data``
-``ATTENTION_PATHS_OFFLINE``  set: never download, read the datasets already under the root
-``ATTENTION_PATHS_DEVICE``  where the theory's low-rank kernel products run: ``numpy`` (default), ``auto``
-                           (a CUDA GPU through torch when there is one) or a torch device
-``ATTENTION_PATHS_QUIET``  set: no progress bars
-``ATTENTION_PATHS_CLAIMS``  where chapters record their claims (default ``_build/claims`` in the project)
-``REPRO_RESULTS``          a ``reproduce`` output folder the chapters render from instead of computing
-``REPRO_FIGURES``          a folder to export every numbered figure to (PDF and SVG)
-``XLA_FLAGS``              JAX's flags; :func:`expose_cpu_devices` adds the CPU device count
-=========================  ===============================================================================
+* ``REPRO_SCALE``: problem sizes of every experiment, ``quick`` (default; CPU, minutes) or ``paper``;
+* ``ATTENTION_PATHS_DATA``: the dataset root (MNIST, FashionMNIST, Omniglot); default
+  ``~/.cache/attention-paths/data``;
+* ``ATTENTION_PATHS_OFFLINE``: when set, the datasets are never downloaded, only read under the root;
+* ``ATTENTION_PATHS_DEVICE``: where the theory's low-rank kernel products run, ``numpy`` (default),
+  ``auto`` (a CUDA GPU through torch when there is one) or a torch device;
+* ``ATTENTION_PATHS_QUIET``: when set, no progress bars;
+* ``ATTENTION_PATHS_CLAIMS``: where chapters record their claims (default ``_build/claims`` in the project);
+* ``REPRO_RESULTS``: a ``reproduce`` output folder the chapters render from instead of computing;
+* ``REPRO_FIGURES``: a folder to export every numbered figure to (PDF and SVG);
+* ``XLA_FLAGS``: JAX's flags; :func:`expose_cpu_devices` adds the CPU device count.
 """
 
 from __future__ import annotations
