@@ -125,33 +125,22 @@ def make_toy_problem(
 
 # ------------------------------------------------------------------------------------------ the experiments
 # The Theory chapter's problem: one path (index 3) carries the label; see book/theory.md.
+_THEORY_DEMO_QUICK = dict(
+    P=150,
+    M=2000,
+    n0=24,
+    T=10,
+    heads=(2, 2),
+    beta=4.0,
+    teacher_path=3,
+    tau=0.5,
+    seed=1,
+    widths=(10000, 3000, 1000, 300, 100, 30, 10, 3),
+    n_restarts=1,
+)
 THEORY_DEMO = {
-    "quick": dict(
-        P=150,
-        M=2000,
-        n0=24,
-        T=10,
-        heads=(2, 2),
-        beta=4.0,
-        teacher_path=3,
-        tau=0.5,
-        seed=1,
-        widths=(10000, 3000, 1000, 300, 100, 30, 10, 3),
-        n_restarts=1,
-    ),
-    "paper": dict(
-        P=150,
-        M=2000,
-        n0=24,
-        T=10,
-        heads=(2, 2),
-        beta=4.0,
-        teacher_path=3,
-        tau=0.5,
-        seed=1,
-        widths=(100000, 30000, 10000, 3000, 1000, 300, 100, 30, 10, 3),
-        n_restarts=3,
-    ),
+    "quick": _THEORY_DEMO_QUICK,
+    "paper": dict(_THEORY_DEMO_QUICK, widths=(100000, 30000, 10000, 3000, 1000, 300, 100, 30, 10, 3), n_restarts=3),
 }
 
 
