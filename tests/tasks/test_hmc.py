@@ -7,6 +7,7 @@ import pytest
 
 import attention_paths as ap
 from attention_paths.runs import results
+from attention_paths.runs.claims import format_claims
 from attention_paths.tasks import hmc
 
 
@@ -169,7 +170,7 @@ def test_paper_claims_hold_for_the_theory(theory_res):
     for s in theory_res["sets"]:
         for r in s["sweep"]["results"] + s["noisy_sweep"]["results"]:
             assert r.converged and r.hessian_min_eig > 0
-    text = claims.format_claims(claims)
+    text = format_claims(claims)
     assert text.count("[pass]") == len(claims) and "FAIL" not in text
     assert len(hmc.format_seed_sets(theory_res).splitlines()) == 1 + len(theory_res["sets"])
     assert len(hmc.format_sweep(theory_res["sets"][0]["sweep"]).splitlines()) == 1 + 7
