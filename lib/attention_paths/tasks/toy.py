@@ -196,31 +196,26 @@ def theory_demo(scale: str | None = None, progress: bool = False) -> dict:
     return out
 
 
+_POSTERIOR_QUICK = dict(
+    n0=16,
+    T=6,
+    heads=(2, 2),
+    beta=2.0,
+    alpha=2,
+    tau=0.05,
+    M=300,
+    seed=0,
+    widths=(10, 20, 40),
+    full_widths=(20,),
+    num_chains=2,
+    num_warmup=300,
+    num_samples=300,
+)
 POSTERIOR_CHECK = {
-    "quick": dict(
-        n0=16,
-        T=6,
-        heads=(2, 2),
-        beta=2.0,
-        alpha=2,
-        tau=0.05,
-        M=300,
-        seed=0,
-        widths=(10, 20, 40),
-        full_widths=(20,),
-        num_chains=2,
-        num_warmup=300,
-        num_samples=300,
-    ),
+    "quick": _POSTERIOR_QUICK,
     "paper": dict(
-        n0=16,
-        T=6,
-        heads=(2, 2),
-        beta=2.0,
-        alpha=2,
-        tau=0.05,
+        _POSTERIOR_QUICK,
         M=1000,
-        seed=0,
         widths=(10, 20, 50, 100),
         full_widths=(10, 20, 50, 100),
         num_chains=4,
