@@ -12,16 +12,17 @@ from pathlib import Path
 from attention_paths.base import config
 from attention_paths.runs.experiments import EXPERIMENTS, run_experiment
 from attention_paths.runs.pipeline import run_pipeline, status_table
-from attention_paths.runs.stages import reproduction_stages
-from attention_paths.tasks.omniglot.training import config_for, format_history, train
+from attention_paths.runs.stages import commit_member, ensemble_members, ensemble_stages, reproduction_stages
+from attention_paths.tasks.omniglot.training import config_for, format_history, network_config, train
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attention_paths", description=__doc__)
     parser.add_argument(
         "experiment",
-        choices=sorted(EXPERIMENTS) + ["omniglot-train", "reproduce"],
-        help="which experiment to run; `reproduce` runs every experiment as resumable stages",
+        choices=sorted(EXPERIMENTS) + ["omniglot-train", "reproduce", "ensemble"],
+        help="which experiment to run; `reproduce` runs every experiment as resumable stages; `ensemble` "
+        "trains and analyses the paper-recipe networks of several seeds as resumable stages",
     )
     parser.add_argument(
         "--scale", choices=["quick", "paper"], default=None, help="problem sizes (default: $REPRO_SCALE or quick)"
@@ -45,6 +46,26 @@ def main(argv=None) -> int:
         help="omniglot-train: stop after this many steps (resume later with the same --out)",
     )
     parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="omniglot-train: training seed (initial weights, label-embedding table and data order; "
+        "default: the recipe's 42)",
+    )
+    parser.add_argument(
+        "--resume-from",
+        default=None,
+        metavar="CHECKPOINT",
+        help="omniglot-train: continue an interrupted run from this last.pt (e.g. a committed "
+        "data/omniglot-<network>/resume.pt) when --out holds none",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="omniglot-train: CPU threads (default: every core)",
+    )
+    parser.add_argument(
         "--precision",
         choices=["auto", "float32", "bfloat16", "float16"],
         default="auto",
@@ -53,9 +74,10 @@ def main(argv=None) -> int:
     )
     parser.add_argument(
         "--network",
-        choices=["quick", "paper"],
+        type=_network,
         default=None,
-        help="omniglot-theory, pruning: which trained network (default: the one of --scale)",
+        help="omniglot-theory, pruning, reproduce: which trained network: quick, paper or paper-seed<k> "
+        "(default: the one of --scale)",
     )
     parser.add_argument("--no-sample", action="store_true", help="omniglot-theory: skip posterior sampling")
     parser.add_argument(
@@ -96,6 +118,17 @@ def main(argv=None) -> int:
     rp.add_argument("--force", default="", metavar="STAGE,...", help="reproduce: recompute these stages")
     rp.add_argument("--status", action="store_true", help="reproduce: print each stage's state and exit")
     rp.add_argument(
+        "--seeds",
+        default=None,
+        metavar="K,...",
+        help="ensemble: training seeds (default: 42,1,2,3,4; 42 is the network 'paper')",
+    )
+    rp.add_argument(
+        "--commit",
+        action="store_true",
+        help="ensemble: copy every finished network, theory and pruning run into data/ (the committed results)",
+    )
+    rp.add_argument(
         "--retrain", action="store_true", help="reproduce: train the network even when a committed checkpoint exists"
     )
     args = parser.parse_args(argv)
@@ -108,6 +141,8 @@ def main(argv=None) -> int:
         parser.error(f"--max-steps must be a positive number of steps, got {args.max_steps}")
     if args.cpu_devices is not None and args.cpu_devices < 1:
         parser.error(f"--cpu-devices must be positive, got {args.cpu_devices}")
+    if args.threads is not None and args.threads < 1:
+        parser.error(f"--threads must be positive, got {args.threads}")
     if args.workers < 1:
         parser.error(f"--workers must be positive, got {args.workers}")
     for name in ("only", "force"):
@@ -116,14 +151,23 @@ def main(argv=None) -> int:
             parser.error(
                 f"--{name} names no stage ({value!r}); give stage names separated by commas, see --status for the list"
             )
-    problem = _unusable_out(out, must_write=not (args.experiment == "reproduce" and args.status))
+    if args.experiment == "ensemble":
+        args.seeds = _seeds(args.seeds, parser)
+    problem = _unusable_out(out, must_write=not (args.experiment in ("reproduce", "ensemble") and args.status))
     if problem:
         parser.error(problem)
-    if args.experiment == "reproduce":
+    if args.experiment in ("reproduce", "ensemble"):
         return _reproduce(args, scale, out, parser)
     if args.experiment == "omniglot-train":
+        overrides = {} if args.seed is None else {"seed": args.seed}
         summary = train(
-            config_for(scale), out, progress=not args.quiet, max_steps=args.max_steps, precision=args.precision
+            config_for(scale, **overrides),
+            out,
+            progress=not args.quiet,
+            max_steps=args.max_steps,
+            precision=args.precision,
+            threads=args.threads,
+            resume_from=args.resume_from,
         )
         print(format_history(summary))
         written = [f"{out}/{f}" for f in ("summary.json", "last.pt", "best.pt") if os.path.exists(os.path.join(out, f))]
@@ -158,6 +202,15 @@ def main(argv=None) -> int:
     return 0
 
 
+def _network(name: str) -> str:
+    """``--network``: a trained network's name (:func:`attention_paths.tasks.omniglot.training.network_config`)."""
+    try:
+        network_config(name)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return name
+
+
 def _unusable_out(out, must_write: bool = True) -> str | None:
     """Why ``--out`` cannot hold results (a file, not writable), checked before any computation; ``None`` if
     it can.  The folder is created when missing (and writing is tried)."""
@@ -188,9 +241,25 @@ def _sampling_budget(args, parser) -> dict | None:
     return budget | ({"kind": args.sampler} if args.sampler else {})
 
 
+def _seeds(value: str | None, parser) -> tuple[int, ...] | None:
+    """``--seeds K,...`` as distinct non-negative integers (``None``: the default ensemble)."""
+    if value is None:
+        return None
+    try:
+        seeds = tuple(int(v) for v in value.split(","))
+    except ValueError:
+        parser.error(f"--seeds must be integers separated by commas, got {value!r}")
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        parser.error(f"--seeds must be distinct non-negative integers, got {value!r}")
+    return seeds
+
+
 def _reproduce(args, scale, out, parser) -> int:
-    budget = _sampling_budget(args, parser)
-    stages = reproduction_stages(scale, network=args.network, retrain=args.retrain, sampling=budget)
+    if args.experiment == "ensemble":
+        stages = ensemble_stages(args.seeds, threads=args.threads)
+    else:
+        budget = _sampling_budget(args, parser)
+        stages = reproduction_stages(scale, network=args.network, retrain=args.retrain, sampling=budget)
     if args.status:
         print(status_table(stages, out))
         return 0
@@ -214,7 +283,11 @@ def _reproduce(args, scale, out, parser) -> int:
         if cluster is not None:
             cluster.close()
     for name, r in results.items():
-        print(f"{name:<18} {r['status']:<8} {r.get('wall_seconds', 0.0):8.1f} s")
+        print(f"{name:<26} {r['status']:<8} {r.get('wall_seconds', 0.0):8.1f} s")
+    if args.experiment == "ensemble" and args.commit:
+        for _, name in ensemble_members(args.seeds):
+            for part, folder in commit_member(out, name).items():
+                print(f"committed {name} {part} -> {folder}", file=sys.stderr)
     print(f"results in {out}; build the book from them with REPRO_RESULTS={out} make book", file=sys.stderr)
     return 0
 

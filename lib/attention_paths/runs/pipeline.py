@@ -131,6 +131,13 @@ class Stage:
         the package's source files (e.g. ``("tasks/omniglot/training.py",)``) whose content enters the
         key; empty (default): every file, so that any code change reruns the stage.  Give a list only for
         expensive stages whose code is stable (training), and list everything they import from the package.
+    options : dict
+        run-time settings that do not change the result (e.g. CPU threads); they reach ``func`` as
+        ``ctx.options`` and, unlike ``params``, do not enter the key
+    prefix : str
+        the name's group prefix (e.g. ``"paper-seed1."`` for one network of an ensemble): the stage's
+        inputs are handed to ``func`` under the dependencies' names without it (``ctx.inputs["train"]`` for
+        ``"paper-seed1.train"``), so one stage function serves every group
     """
 
     name: str
@@ -139,6 +146,12 @@ class Stage:
     deps: tuple = ()
     gpu: bool = False
     code: tuple = ()
+    options: dict = field(default_factory=dict)
+    prefix: str = ""
+
+    def local(self, dep: str) -> str:
+        """The name under which dependency ``dep`` reaches the stage function (its prefix removed)."""
+        return dep[len(self.prefix) :] if self.prefix and dep.startswith(self.prefix) else dep
 
     def __post_init__(self):
         ok = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -151,6 +164,11 @@ class Stage:
         missing = [m for m in self.code if not (PACKAGE_DIR / m).is_file()]
         if missing:
             raise ValueError(f"stage {self.name!r} names source files that do not exist: {missing}")
+        if self.prefix and not self.name.startswith(self.prefix):
+            raise ValueError(f"stage {self.name!r} does not start with its prefix {self.prefix!r}")
+        local = [self.local(d) for d in self.deps]
+        if len(set(local)) != len(local):
+            raise ValueError(f"stage {self.name!r}: two dependencies reach it under one name ({local})")
 
 
 @dataclass
@@ -163,6 +181,7 @@ class StageContext:
     work: Path
     params: dict
     progress: bool = False
+    options: dict = field(default_factory=dict)
 
     def input_record(self, name: str) -> dict:
         """The record of upstream stage ``name`` (its summary is under ``"summary"``)."""
@@ -242,7 +261,15 @@ def _execute(stage: Stage, out: str, key: str, upstream: dict, force: bool, prog
     tmp.mkdir(parents=True)
     work = out / "_work" / stage.name
     work.mkdir(parents=True, exist_ok=True)
-    ctx = StageContext(stage.name, tmp, {d: out / d for d in stage.deps}, work, dict(stage.params), progress)
+    ctx = StageContext(
+        stage.name,
+        tmp,
+        {stage.local(d): out / d for d in stage.deps},
+        work,
+        dict(stage.params),
+        progress,
+        dict(stage.options),
+    )
     prov = provenance()
     _log(f"{stage.name}: running", progress)
     t0 = time.perf_counter()

@@ -36,11 +36,13 @@ from attention_paths.base.io import atomic_savez, atomic_write_json, load_npz
 from attention_paths.runs import results
 from attention_paths.runs.experiments import EXPERIMENTS
 from attention_paths.runs.pipeline import Stage, StageContext
+from attention_paths.tasks import ensemble
 from attention_paths.tasks.omniglot.data import load_ood, load_split
+from attention_paths.tasks.omniglot.ensemble import ENSEMBLE_SEEDS, commit_network, member_name
 from attention_paths.tasks.omniglot.training import (
     committed_checkpoint,
     config_for,
-    export_checkpoint,
+    resume_state,
     train,
 )
 from attention_paths.tasks.oneshot import (
@@ -57,7 +59,7 @@ from attention_paths.tasks.oneshot import (
 )
 from attention_paths.tasks.pruning import PRUNING_EXPERIMENT, pruning_summary, run_pruning
 
-__all__ = ["reproduction_stages", "slim_hmc_result"]
+__all__ = ["reproduction_stages", "ensemble_stages", "ensemble_members", "slim_hmc_result", "commit_member"]
 
 
 # The expensive, stable stages are keyed by the library code they run only (an edit elsewhere in the
@@ -71,6 +73,7 @@ TRAIN_CODE = DATA_CODE + (
     "tasks/omniglot/episodes.py",
     "tasks/omniglot/model.py",
     "tasks/omniglot/training.py",
+    "tasks/omniglot/ensemble.py",
 )
 
 
@@ -112,8 +115,14 @@ def stage_train(ctx: StageContext) -> dict:
             "source": f"committed checkpoint data/omniglot-{network}/model.pt",
             "sha256": record["exported"]["sha256"],
         }
-    train(config_for(network), ctx.work, progress=ctx.progress)
-    record = export_checkpoint(ctx.work, ctx.out)
+    train(
+        config_for(network),
+        ctx.work,
+        progress=ctx.progress,
+        threads=ctx.options.get("threads"),
+        resume_from=resume_state(network),
+    )
+    record = commit_network(ctx.work, ctx.out)  # the last checkpoint, with its precise accuracies
     return {
         "source": f"trained by the train stage ({record.get('device', '?')})",
         "sha256": record["exported"]["sha256"],
@@ -319,3 +328,136 @@ def reproduction_stages(
     for name, gpu in (("theory", False), ("posterior", True), ("hmc", True)):
         stages.append(Stage(name, stage_experiment, {"experiment": name, "scale": scale}, gpu=gpu))
     return stages
+
+
+# ------------------------------------------------------------------------------------------ the ensemble
+def stage_ensemble(ctx: StageContext) -> dict:
+    """The per-network table, the spread over networks and the claim tally of every member (issue 23)."""
+
+    rows = []
+    for seed, name in ctx.params["members"]:
+        record = json.loads((ctx.inputs[f"{name}.train"] / "record.json").read_text())
+        theory = results.load_run(ctx.inputs[f"{name}.omniglot-theory"], "omniglot-theory")
+        prune = results.load_run(ctx.inputs[f"{name}.pruning"], "pruning")
+        rows.append(ensemble.network_row(seed, record, theory, prune))
+    summary = {
+        "experiment": "ensemble",
+        "members": ctx.params["members"],
+        "rows": rows,
+        "spread": ensemble.spread(rows),
+        "tally": ensemble.claim_tally(rows),
+    }
+    atomic_write_json(ctx.out / "summary.json", summary)
+    return {cid: f"{t['holds']}/{t['of']}" for cid, t in summary["tally"].items()}
+
+
+def ensemble_stages(seeds=None, *, threads: int | None = None) -> list[Stage]:
+    """Every network of the ensemble of issue 23 with its paper-size theory and pruning, as stages.
+
+    Per seed ``k`` (network ``n`` = :func:`~attention_paths.tasks.omniglot.ensemble.member_name` of ``k``):
+    ``n.train`` (the committed ``data/omniglot-<n>`` when there is one, else the paper's recipe with seed
+    ``k``, resumable, from a committed ``resume.pt`` when there is one; its ``record.json`` holds the precise
+    accuracies), ``n.export``, ``n.grid-tau<t>`` (ten temperature columns), ``n.omniglot-theory`` (no
+    posterior sampling) and ``n.pruning``; then ``ensemble``, the table over all of them.  The seeds are
+    independent, so a Dask cluster trains and analyses them in parallel.  ``threads``: CPU threads per
+    training (not part of the stages' keys).
+    """
+
+    cfg = dict(ONESHOT_EXPERIMENT["paper"])
+    extract_keys = ("P", "n_eval", "train_batches", "eval_pool")
+    stages = [Stage("data", stage_data, {"datasets": ["omniglot", "MNIST", "FashionMNIST"]}, code=DATA_CODE)]
+    members = [list(m) for m in ensemble_members(seeds)]
+    for seed, name in members:
+        p = f"{name}."
+        committed = config.repo_data_dir() / f"omniglot-{name}" / "record.json"
+        committed_sha = json.loads(committed.read_text())["exported"]["sha256"] if committed.exists() else None
+        grids = [
+            Stage(
+                p + _tau_name(t),
+                stage_grid,
+                {"tau": float(t), "widths": sorted(cfg["widths"])},
+                deps=(p + "export",),
+                prefix=p,
+            )
+            for t in sorted(cfg["taus"])
+        ]
+        common = {"scale": "paper", "network": name}
+        extract_cfg = {"network": name} | {k: cfg[k] for k in extract_keys}
+        stages += [
+            Stage(
+                p + "train",
+                stage_train,
+                {"network": name, "retrain": False, "committed_sha256": committed_sha},
+                deps=("data",),
+                gpu=True,
+                code=TRAIN_CODE,
+                options={"threads": threads},
+                prefix=p,
+            ),
+            Stage(p + "export", stage_export, {"config": extract_cfg}, deps=(p + "train",), prefix=p),
+            *grids,
+            Stage(
+                p + "omniglot-theory",
+                stage_oneshot,
+                dict(common, config=dict(cfg, network=name)),
+                deps=(p + "train", p + "export", *[g.name for g in grids]),
+                prefix=p,
+            ),
+            Stage(
+                p + "pruning",
+                stage_pruning,
+                dict(
+                    common,
+                    config=extract_cfg | {k: cfg[k] for k in ("widths", "taus")},
+                    pruning=PRUNING_EXPERIMENT["paper"],
+                ),
+                deps=(p + "train", p + "export", *[g.name for g in grids]),
+                prefix=p,
+            ),
+        ]
+    deps = [f"{n}.{part}" for _, n in members for part in ("train", "omniglot-theory", "pruning")]
+    stages.append(Stage("ensemble", stage_ensemble, {"members": members}, deps=tuple(deps)))
+    return stages
+
+
+def ensemble_members(seeds=None) -> list[tuple[int, str]]:
+    """``[(seed, network name)]`` of an ensemble (default seeds: :data:`~attention_paths.tasks.omniglot.ensemble.
+    ENSEMBLE_SEEDS`); repeated seeds raise ``ValueError``."""
+
+    seeds = tuple(ENSEMBLE_SEEDS if seeds is None else seeds)
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"the ensemble needs distinct seeds, got {seeds!r}")
+    return [(int(k), member_name(k)) for k in seeds]
+
+
+def commit_member(out, name: str, data_dir=None) -> dict:
+    """Copy one network's ensemble results from a results folder ``out`` into ``data/``: the network
+    (``data/omniglot-<name>/``: ``model.pt`` + ``record.json``; a committed resumable state is removed), its
+    theory (``data/omniglot-theory/paper-sizes-<name>-network/``) and its pruning
+    (``data/pruning/<name>-network/``), each ``summary.json`` + ``arrays.npz``.  Returns ``{what: folder}``."""
+
+    out, data = Path(out), Path(data_dir or config.repo_data_dir())
+    targets = {
+        "train": (data / f"omniglot-{name}", ("model.pt", "record.json")),
+        "omniglot-theory": (
+            data / "omniglot-theory" / f"paper-sizes-{name}-network",
+            (results.ARRAYS, results.SUMMARY),
+        ),
+        "pruning": (data / "pruning" / f"{name}-network", (results.ARRAYS, results.SUMMARY)),
+    }
+    for part in targets:
+        state, reason = results.stage_state(out / f"{name}.{part}")
+        if state != "done":
+            raise ValueError(f"stage {name}.{part} in {out} is {state} ({reason}); run the ensemble first")
+    done = {}
+    for part, (dest, files) in targets.items():
+        dest.mkdir(parents=True, exist_ok=True)
+        for f in files:  # the summary last: a folder with a summary is complete
+            tmp = dest / f".{f}.tmp"
+            shutil.copyfile(out / f"{name}.{part}" / f, tmp)
+            tmp.replace(dest / f)
+        done[part] = str(dest)
+    resume = data / f"omniglot-{name}" / "resume.pt"
+    if resume.exists():
+        resume.unlink()
+    return done

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -36,10 +37,13 @@ __all__ = [
     "load_trained",
     "checkpoint_sha256",
     "config_for",
+    "network_config",
+    "network_name",
     "format_history",
     "format_record",
     "export_checkpoint",
     "committed_checkpoint",
+    "resume_state",
     "load_network",
     "PRECISIONS",
 ]
@@ -206,6 +210,8 @@ def train(
     max_steps: int | None = None,
     precision: str = "auto",
     layerwise: bool = False,
+    threads: int | None = None,
+    resume_from=None,
 ) -> dict:
     """Train (or resume) and evaluate; writes ``out/last.pt``, ``out/best.pt`` and ``out/summary.json``.
 
@@ -214,17 +220,22 @@ def train(
     through the layer-wise reference instead.  ``precision``: ``auto`` (16-bit mixed precision with loss
     scaling on a GPU, as the reference; float32 on a CPU), ``float32``, ``bfloat16`` (autocast, CPU or GPU)
     or ``float16`` (GPU).  ``max_steps`` stops this call early (the run can be resumed later); the summary
-    then says so.
+    then says so.  ``threads``: CPU threads of torch (default: every core; one leaves a core free for other
+    work and is then the faster per core, as two runs sharing two cores slow each other down).
+    ``resume_from``: a ``last.pt`` of an interrupted run of the same settings (e.g. a committed
+    ``data/omniglot-<name>/resume.pt``) to continue from when ``out`` holds none yet.
     Returns the summary: settings, per-evaluation history (step, train loss, validation/test/OOD
     accuracies, elapsed time), the final and best-validation accuracies, throughput and hardware.
     """
     if max_steps is not None and (isinstance(max_steps, bool) or int(max_steps) != max_steps or max_steps < 1):
         raise ValueError(f"max_steps must be a positive number of steps (or None), got {max_steps!r}")
+    if threads is not None and (isinstance(threads, bool) or int(threads) != threads or threads < 1):
+        raise ValueError(f"threads must be a positive number of CPU threads (or None), got {threads!r}")
     out = Path(out)
     dev = _device()
     torch.manual_seed(cfg.seed)
     if dev.type == "cpu":
-        torch.set_num_threads(os.cpu_count() or 1)
+        torch.set_num_threads(threads or os.cpu_count() or 1)
     train_images = load_split("train", root).images
     sets = evaluation_sets(cfg, root)
     net = InContextTransformer(cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_qk, cfg.seed).to(dev)
@@ -234,15 +245,18 @@ def train(
     scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)  # loss scaling for fp16 only
     step, history, best, seconds = 0, [], None, 0.0
     last = out / "last.pt"
-    if resume and last.exists():
+    start = last if last.exists() else (Path(resume_from) if resume_from is not None else None)
+    if start is not None and not start.exists():
+        raise FileNotFoundError(f"resume_from={start} does not exist")
+    if resume and start is not None:
         ck = _read_checkpoint(
-            last, dev, need=("config", "model", "optimizer", "rng_state", "step", "history", "best", "seconds")
+            start, dev, need=("config", "model", "optimizer", "rng_state", "step", "history", "best", "seconds")
         )
         same = {k: v for k, v in ck["config"].items() if k != "steps"} == {
             k: v for k, v in asdict(cfg).items() if k != "steps"
         }
         if not same:  # only the number of steps may change: a run can be extended
-            raise ValueError(f"{last} was written with other settings; use another --out or delete it")
+            raise ValueError(f"{start} was written with other settings; use another --out or delete it")
         ck["config"] = asdict(cfg)
         net.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
@@ -317,8 +331,48 @@ def train(
 
 
 def config_for(scale: str | None = None, **overrides) -> TrainConfig:
-    """The training configuration of a scale, with optional field overrides."""
+    """The training configuration of a scale or of a network name (:func:`network_config`), with optional
+    field overrides."""
+    if scale is not None and scale not in TRAIN_CONFIGS:
+        return replace(network_config(scale), **overrides)
     return replace(TRAIN_CONFIGS[config.get_scale(scale)], **overrides)
+
+
+_SEEDED = re.compile(r"paper-seed(\d+)")
+
+
+def network_config(name: str) -> TrainConfig:
+    """The training configuration of a trained network's name.
+
+    ``"quick"`` (4,000 steps) and ``"paper"`` (the paper's recipe, seed 42) are the book's two networks;
+    ``"paper-seed<k>"`` is the paper's recipe with training seed ``k`` (initial weights, label-embedding
+    table and data order), a member of the ensemble of :mod:`attention_paths.tasks.omniglot.ensemble`.
+    Its committed files live in ``data/omniglot-<name>/``.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"a network name is a string such as 'paper' or 'paper-seed1', got {name!r}")
+    if name in TRAIN_CONFIGS:
+        return TRAIN_CONFIGS[name]
+    m = _SEEDED.fullmatch(name)
+    if m is None:
+        raise ValueError(f"unknown network {name!r}; networks are 'quick', 'paper' and 'paper-seed<k>' (k an integer)")
+    seed = int(m.group(1))
+    if seed == TRAIN_CONFIGS["paper"].seed or m.group(1) != str(seed):
+        raise ValueError(
+            f"network {name!r}: seed {TRAIN_CONFIGS['paper'].seed} is the network named 'paper', and a seed "
+            "is written without leading zeros"
+        )
+    return replace(TRAIN_CONFIGS["paper"], seed=seed)
+
+
+def network_name(cfg: TrainConfig) -> str:
+    """The name of the network a configuration trains (inverse of :func:`network_config`); a configuration
+    that is neither the quick one nor the paper's recipe with some seed raises ``ValueError``."""
+    if cfg == TRAIN_CONFIGS["quick"]:
+        return "quick"
+    if replace(cfg, seed=TRAIN_CONFIGS["paper"].seed) == TRAIN_CONFIGS["paper"]:
+        return "paper" if cfg.seed == TRAIN_CONFIGS["paper"].seed else f"paper-seed{cfg.seed}"
+    raise ValueError(f"configuration {cfg} is neither the quick network's nor the paper's recipe")
 
 
 def format_record(record: dict) -> str:
@@ -387,31 +441,52 @@ def committed_checkpoint(name: str, data_dir=None) -> tuple[Path, dict] | None:
     record = json.loads((folder / "record.json").read_text())
     if checkpoint_sha256(folder / "model.pt") != record["exported"]["sha256"]:
         raise ValueError(f"{folder / 'model.pt'} does not match the SHA-256 in its record.json")
+    try:
+        recorded = TrainConfig(**record["config"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{folder / 'record.json'} holds no valid training configuration ({err})") from None
+    if recorded != network_config(name):
+        raise ValueError(
+            f"{folder} is named network {name!r}, but its record.json was trained with another configuration "
+            f"({recorded}); put each network in its own folder data/omniglot-<name>"
+        )
     return folder / "model.pt", record
 
 
-def load_network(scale: str | None = None, *, train_if_missing: bool = True, progress: bool = False, data_dir=None):
-    """The trained network of a scale: the committed ``data/omniglot-<scale>/model.pt`` when present, else a
-    run trained (and cached, resumable) under ``$ATTENTION_PATHS_DATA/attention-paths-cache``.
+def resume_state(name: str, data_dir=None) -> Path | None:
+    """The committed resumable state ``data/omniglot-<name>/resume.pt`` of a network whose training did not
+    finish within one session (a ``last.pt`` with optimiser state), or ``None``."""
+    network_config(name)
+    path = Path(data_dir or config.repo_data_dir()) / f"omniglot-{name}" / "resume.pt"
+    return path if path.exists() else None
+
+
+def load_network(network: str | None = None, *, train_if_missing: bool = True, progress: bool = False, data_dir=None):
+    """The trained network of a name (:func:`network_config`; default: the scale's own, ``$REPRO_SCALE``): the
+    committed ``data/omniglot-<name>/model.pt`` when present, else a run trained (and cached, resumable)
+    under ``$ATTENTION_PATHS_DATA/attention-paths-cache``.
 
     Returns ``(net, record)``; ``record["source"]`` says which was used.  ``data_dir`` replaces the project's
     ``data/`` folder (for tests).  A committed file whose SHA-256 differs from its record raises ``ValueError``.
     """
-    scale = config.get_scale(scale)
-    committed = committed_checkpoint(scale, data_dir)
+    name = network if network is not None else config.get_scale(None)
+    cfg = network_config(name)
+    committed = committed_checkpoint(name, data_dir)
     if committed is not None:
         path, record = committed
         net, ck = load_trained(path)
+        if ck["config"] != record["config"]:
+            raise ValueError(f"{path} was trained with other settings than its record.json says")
         return net, {
             **record,
-            "source": f"committed checkpoint data/omniglot-{scale}/model.pt",
+            "source": f"committed checkpoint data/omniglot-{name}/model.pt",
             "sha256": record["exported"]["sha256"],
         }
-    committed = Path(data_dir or config.repo_data_dir()) / f"omniglot-{scale}"
+    committed = Path(data_dir or config.repo_data_dir()) / f"omniglot-{name}"
     if not train_if_missing:
         raise FileNotFoundError(f"no committed checkpoint under {committed}")
-    run_dir = config.data_root() / "attention-paths-cache" / f"omniglot-train-{scale}"
-    summary = train(config_for(scale), run_dir, progress=progress)
+    run_dir = config.data_root() / "attention-paths-cache" / f"omniglot-train-{name}"
+    summary = train(cfg, run_dir, progress=progress)
     net, _ = load_trained(run_dir / "last.pt")
     return net, {
         **summary,

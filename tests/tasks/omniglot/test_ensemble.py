@@ -1,0 +1,136 @@
+"""The ensemble of paper-recipe networks (issue 23): names, precise accuracies, commits and resumable state."""
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from attention_paths.tasks.omniglot import ensemble as en
+from attention_paths.tasks.omniglot import training as tr
+from attention_paths.tasks.omniglot.episodes import Episodes
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_network_names_map_to_the_paper_recipe_with_their_seed():
+    assert tr.network_config("paper") == tr.TrainConfig()
+    assert tr.network_config("quick") == tr.TRAIN_CONFIGS["quick"]
+    cfg = tr.network_config("paper-seed3")
+    assert cfg.seed == 3 and cfg.steps == 41_240 and cfg == tr.TrainConfig(seed=3)
+    for name in ("paper", "quick", "paper-seed3", "paper-seed0"):
+        assert tr.network_name(tr.network_config(name)) == name
+    assert [en.member_name(k) for k in en.ENSEMBLE_SEEDS] == [
+        "paper",
+        "paper-seed1",
+        "paper-seed2",
+        "paper-seed3",
+        "paper-seed4",
+    ]
+    assert tr.config_for("paper-seed2", test_episodes=7).seed == 2
+    for bad, match in (
+        ("paper-seed42", "named 'paper'"),
+        ("paper-seed01", "leading zeros"),
+        ("paper-seed-1", "unknown network"),
+        ("seed1", "unknown network"),
+        ("Paper", "unknown network"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            tr.network_config(bad)
+    with pytest.raises(TypeError):
+        tr.network_config(1)
+    with pytest.raises(ValueError, match="neither"):
+        tr.network_name(tr.TrainConfig(lr=1e-3))
+    for bad in (-1, 1.5, True, "1"):
+        with pytest.raises(ValueError, match="non-negative integer"):
+            en.member_name(bad)
+
+
+def test_a_network_folder_must_hold_the_network_it_is_named_after(tmp_path):
+    """The quick network's files placed under data/omniglot-paper do not load as the paper network."""
+    fake = tmp_path / "omniglot-paper"
+    shutil.copytree(ROOT / "data" / "omniglot-quick", fake)
+    with pytest.raises(ValueError, match="named network 'paper'.*another configuration"):
+        tr.load_network("paper", train_if_missing=False, data_dir=tmp_path)
+    # a record that claims the paper recipe over a model trained otherwise is refused too
+    rec = json.loads((fake / "record.json").read_text())
+    rec["config"] = json.loads((ROOT / "data" / "omniglot-paper" / "record.json").read_text())["config"]
+    (fake / "record.json").write_text(json.dumps(rec))
+    with pytest.raises(ValueError, match="other settings than its record.json"):
+        tr.load_network("paper", train_if_missing=False, data_dir=tmp_path)
+
+
+class _Sign(torch.nn.Module):
+    """A stand-in network whose output is a fixed vector, to check the accuracy and its error."""
+
+    def __init__(self, outputs):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(1))
+        self.out = torch.as_tensor(outputs, dtype=torch.float32)
+        self.i = 0
+
+    def tokens(self, batch):
+        return torch.zeros(len(batch[1]), 1)
+
+    def path_forward(self, x0):
+        o = self.out[self.i : self.i + len(x0)]
+        self.i += len(x0)
+        return o
+
+
+def test_precise_accuracy_has_the_binomial_standard_error():
+    n = 1000
+    y = np.where(np.arange(n) % 2, 1.0, -1.0).astype(np.float32)
+    out = y.copy()
+    out[:130] *= -1  # 130 wrong
+    out[130] = 0.0  # an output of exactly 0 counts as -1: right when y = -1 (episode 130 is even)
+    eps = Episodes(np.zeros((n, 1)), np.zeros((n, 3), int), y, np.zeros((n, 2), int), np.zeros(n, int))
+    acc = en.precise_accuracies(_Sign(out), {"test": eps})["test"]
+    assert acc["episodes"] == n and acc["accuracy"] == pytest.approx(87.0)
+    assert acc["se"] == pytest.approx(100 * math.sqrt(0.87 * 0.13 / n))
+
+
+def test_commit_refuses_an_unfinished_run_and_resume_from_continues_it(tmp_path):
+    """An unfinished run cannot be committed; its last.pt, copied elsewhere, resumes the run to the same weights
+    as an uninterrupted one."""
+    if not (Path(tr.config.data_root()) / "omniglot-py").exists():
+        pytest.skip("Omniglot not available offline")
+    cfg = tr.TrainConfig(
+        d_model=32, d_qk=8, steps=40, eval_every=20, val_episodes=64, test_episodes=64, ood_episodes=20
+    )
+    whole = tr.train(cfg, tmp_path / "whole", progress=False)
+    tr.train(cfg, tmp_path / "part", progress=False, max_steps=20)
+    with pytest.raises(ValueError, match="unfinished run"):
+        en.commit_network(tmp_path / "part", tmp_path / "data" / "omniglot-x")
+    shutil.copyfile(tmp_path / "part" / "last.pt", tmp_path / "resume.pt")
+    resumed = tr.train(cfg, tmp_path / "elsewhere", progress=False, resume_from=tmp_path / "resume.pt")
+    assert resumed["finished"] and [r["step"] for r in resumed["history"]] == [20, 40]
+    a, _ = tr.load_trained(tmp_path / "whole" / "last.pt")
+    b, _ = tr.load_trained(tmp_path / "elsewhere" / "last.pt")
+    for p, q in zip(a.parameters(), b.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=1e-6)
+    assert resumed["history"][-1]["val"] == pytest.approx(whole["history"][-1]["val"], abs=1e-4)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        tr.train(cfg, tmp_path / "new", progress=False, resume_from=tmp_path / "missing.pt")
+    with pytest.raises(ValueError, match="threads"):
+        tr.train(cfg, tmp_path / "new", progress=False, threads=0)
+
+
+def test_committed_paper_network_has_precise_accuracies():
+    """Issue 23, part 1: at least 20,000 meta-test episodes (standard error <= 0.3 points) and the complete
+    out-of-distribution sets, beside the training run's own 2,048-episode numbers."""
+    rec = json.loads((ROOT / "data" / "omniglot-paper" / "record.json").read_text())
+    acc = rec["accuracies"]
+    assert acc["test"]["episodes"] >= 20_000 and acc["test"]["se"] <= 0.3
+    assert acc["MNIST"]["episodes"] == 2115 and acc["FashionMNIST"]["episodes"] == 2000
+    p = acc["test"]["accuracy"] / 100
+    assert acc["test"]["se"] == pytest.approx(100 * math.sqrt(p * (1 - p) / acc["test"]["episodes"]))
+    assert rec["accuracies_training"]["test"]["episodes"] == 2048
+    # the training run's last evaluation of the OOD sets used the same complete sets: the same numbers
+    for s in ("MNIST", "FashionMNIST"):
+        assert acc[s]["accuracy"] == pytest.approx(rec["accuracies_training"][s]["accuracy"], abs=1e-9)
+    assert abs(acc["test"]["accuracy"] - rec["accuracies_training"]["test"]["accuracy"]) < 3 * 0.9
+    assert en.committed_members()[0] == (42, "paper")
