@@ -10,7 +10,7 @@ from helpers import synthetic_oneshot_data
 from toy_stages import toy_source, toy_stages
 
 from attention_paths.base import provenance
-from attention_paths.base.io import load_npz
+from attention_paths.base.io import atomic_savez, load_npz
 from attention_paths.runs import claims as cl
 from attention_paths.runs import pipeline as pl
 from attention_paths.runs import results, stages
@@ -438,3 +438,68 @@ def test_damaged_or_ill_formed_records_mean_corrupt(tmp_path, damage):
     assert "source" in pl.status_table(stages, tmp_path)  # --status does not crash
     res = pl.run_pipeline(stages, tmp_path, progress=False)
     assert res["source"]["status"] == "ran" and results.stage_state(tmp_path / "source", keys["source"])[0] == "done"
+
+
+def _group_merge(ctx):
+    """A stage of a group: reads its group's source under the bare name, and the shared one."""
+    x = load_npz(ctx.inputs["source"] / "x.npz")["x"]
+    atomic_savez(ctx.out / "y.npz", y=x + len(ctx.inputs["shared"].name) + ctx.options.get("bump", 0))
+    return {"inputs": sorted(ctx.inputs)}
+
+
+def test_prefixed_groups_see_their_inputs_under_the_bare_names(tmp_path):
+    """Stage.prefix (issue 23: one group of stages per network of the ensemble)."""
+    st = [pl.Stage("shared", toy_source, {"n": 3, "seed": 0})]
+    for g in ("a", "b"):
+        st += [
+            pl.Stage(f"{g}.source", toy_source, {"n": 3, "seed": ord(g)}, prefix=f"{g}."),
+            pl.Stage(
+                f"{g}.merge", _group_merge, {}, deps=(f"{g}.source", "shared"), prefix=f"{g}.", options={"bump": 0}
+            ),
+        ]
+    res = pl.run_pipeline(st, tmp_path, progress=False)
+    assert set(_statuses(res).values()) == {"ran"}
+    rec = results.read_record(tmp_path / "b.merge")
+    assert rec["summary"]["inputs"] == ["shared", "source"]
+    xb = load_npz(tmp_path / "b.source" / "x.npz")["x"]
+    np.testing.assert_array_equal(load_npz(tmp_path / "b.merge" / "y.npz")["y"], xb + len("shared"))
+    # options do not enter the key
+    st2 = [s if s.name != "a.merge" else pl.Stage(**{**s.__dict__, "options": {"bump": 5}}) for s in st]
+    assert pl.stage_keys(st2) == pl.stage_keys(st)
+    with pytest.raises(ValueError, match="does not start with its prefix"):
+        pl.Stage("merge", toy_source, prefix="a.")
+    with pytest.raises(ValueError, match="under one name"):
+        pl.Stage("a.m", toy_source, deps=("a.x", "x"), prefix="a.")
+
+
+def test_ensemble_stages_form_one_group_per_network():
+    from attention_paths.runs.stages import ensemble_members, ensemble_stages
+
+    stages = ensemble_stages((42, 1))
+    by = {s.name: s for s in stages}
+    keys = pl.stage_keys(stages)
+    assert len(stages) == 1 + 2 * 14 + 1 and len(set(keys.values())) == len(keys)
+    for name in ("paper", "paper-seed1"):
+        grids = [n for n in by if n.startswith(f"{name}.grid-tau")]
+        assert len(grids) == 10 and all(by[g].deps == (f"{name}.export",) for g in grids)
+        assert set(grids) <= set(by[f"{name}.pruning"].deps) and by[f"{name}.train"].deps == ("data",)
+        assert by[f"{name}.train"].params["network"] == name and by[f"{name}.train"].gpu
+        assert by[f"{name}.omniglot-theory"].params["config"]["network"] == name
+        assert not [s for s in by if s.startswith(f"{name}.sample")]  # no sampling in the ensemble
+    assert set(by["ensemble"].deps) == {
+        f"{n}.{p}" for n in ("paper", "paper-seed1") for p in ("train", "omniglot-theory", "pruning")
+    }
+    # the same network's stages have the same keys in any ensemble (its results are shared)
+    alone = pl.stage_keys(ensemble_stages((1,)))
+    assert all(alone[k] == keys[k] for k in alone if k.startswith("paper-seed1."))
+    # the threads option leaves every key unchanged
+    assert pl.stage_keys(ensemble_stages((42, 1), threads=1)) == keys
+    assert ensemble_members() == [
+        (42, "paper"),
+        (1, "paper-seed1"),
+        (2, "paper-seed2"),
+        (3, "paper-seed3"),
+        (4, "paper-seed4"),
+    ]
+    with pytest.raises(ValueError, match="distinct seeds"):
+        ensemble_stages((1, 1))

@@ -21,6 +21,7 @@ __all__ = [
     "pruning_score_bars",
     "pruning_theory_side",
     "training_curves",
+    "score_drop_scatter",
 ]
 
 
@@ -273,3 +274,33 @@ def training_curves(ax_loss, ax_acc, records: dict, sets=("val", "test", "MNIST"
     ax_acc.axhline(50, color="0.6", lw=0.8, ls=":")
     ax_acc.set_xlabel("step")
     ax_acc.set_ylabel("accuracy (%)")
+
+
+def score_drop_scatter(ax, rows: list[dict], reference: dict | None = None):
+    """Head score against single-head accuracy drop (in distribution, paired standard errors) for every
+    network of an ensemble: one marker and colour per network, the two lowest-scoring heads of each
+    network ringed.  ``rows`` are :func:`attention_paths.tasks.ensemble.network_row` dicts."""
+    markers = "osD^v<>p"
+    for i, r in enumerate(rows):
+        heads = sorted(r["scores"], key=r["scores"].get)
+        s = np.array([r["scores"][h] for h in heads])
+        d = np.array([r["single_drops"][h][0] for h in heads])
+        e = np.array([r["single_drops"][h][1] for h in heads])
+        c = f"C{i % 10}"
+        ax.errorbar(
+            s,
+            d,
+            yerr=e,
+            fmt=markers[i % len(markers)],
+            color=c,
+            ms=5,
+            capsize=2,
+            lw=0.8,
+            label=f"seed {r['seed']} (Spearman {r['spearman'][0]:+.2f})",
+        )
+        ax.scatter(s[:2], d[:2], s=120, facecolors="none", edgecolors=c, lw=1.0)
+    ax.axhline(0, color="0.5", lw=0.6)
+    ax.set_xlabel("normalised head score (theory, $N=10$, $\\tau=0.5$)")
+    ax.set_ylabel("accuracy drop, head removed alone (points)")
+    ax.legend(frameon=False, fontsize=8, loc="upper left")
+    return ax

@@ -301,7 +301,12 @@ def stage_network(folder: Path):
     record = json.loads((folder / "record.json").read_text())
     net, _ = training.load_trained(folder / "model.pt")
     sha = training.checkpoint_sha256(folder / "model.pt")
-    return net, {**record, "source": f"reproduce stage {folder.name} ({folder})", "sha256": sha}
+    # the results folder by name only: the record may be committed, and a path of this machine means nothing elsewhere
+    return net, {
+        **record,
+        "source": f"reproduce stage {folder.name} (results folder {folder.parent.name})",
+        "sha256": sha,
+    }
 
 
 def trained_network(scale: str | None = None, network: str | None = None):

@@ -226,8 +226,8 @@ def stage_pruning(ctx: StageContext) -> dict:
     """Head pruning of the trained network with the theory's scores (spec §C)."""
 
     theory = _oneshot_result(ctx, with_samples=False)
-    net, _ = results.stage_network(ctx.inputs["train"])
-    res = run_pruning(ctx.params["scale"], theory=theory, net=net, progress=ctx.progress)
+    net, record = results.stage_network(ctx.inputs["train"])
+    res = run_pruning(ctx.params["scale"], theory=theory, net=net, record=record, progress=ctx.progress)
     summary, arrays = pruning_summary(res)
     results.write(ctx.out, summary, arrays, (theory, res))
     return {"claims": {c["id"]: c["passed"] for c in summary["claims"]}}

@@ -15,7 +15,16 @@ import numpy as np
 from attention_paths.tasks.oneshot import run_paired
 from attention_paths.tasks.pruning import EVAL_SETS
 
-__all__ = ["REFERENCE", "network_row", "spread", "claim_tally", "format_rows", "format_spread", "format_tally"]
+__all__ = [
+    "REFERENCE",
+    "format_accuracies",
+    "network_row",
+    "spread",
+    "claim_tally",
+    "format_rows",
+    "format_spread",
+    "format_tally",
+]
 
 # The reference implementation's own numbers on its one network (its dumps use 1,024 meta-test episodes;
 # the drops come from its plotting script), as compared in issue 23.
@@ -73,6 +82,33 @@ def network_row(seed: int, record: dict, theory: dict, prune: dict) -> dict:
     }
 
 
+def format_accuracies(records: dict) -> str:
+    """The networks' precise accuracies as text within 80 columns: ``records`` maps each seed to its
+    network's ``record.json``; the last checkpoint (the one analysed) and, where it was kept, the
+    best-validation one."""
+    lines = [f"{'seed':>4}  {'precision':<9} {'meta-test':>12} {'MNIST':>11} {'FashionMNIST':>13}  best-val ckpt"]
+    for seed, rec in records.items():
+        a = rec["accuracies"]
+        cells = " ".join(
+            f"{_pm(a[s]['accuracy'], a[s]['se'], 2 if s == 'test' else 1):>{w}}"
+            for s, w in zip(EVAL_SETS, (12, 11, 13))
+        )
+        best = rec.get("accuracies_best", {})
+        b = (
+            f"step {best['step']}: {best['test']['accuracy']:.1f}"
+            if "test" in best
+            else f"step {best.get('step')}: n/a"
+        )
+        lines.append(f"{seed:>4}  {rec.get('precision', 'float32'):<9} {cells}  {b}")
+    n = {s: next(iter(records.values()))["accuracies"][s]["episodes"] for s in EVAL_SETS} if records else {}
+    if n:
+        lines.append(
+            f"(episodes: meta-test {n['test']:,}, MNIST {n['MNIST']:,}, FashionMNIST {n['FashionMNIST']:,}; "
+            "± binomial s.e.)"
+        )
+    return "\n".join(lines)
+
+
 def _quantities(row: dict) -> dict:
     q = {f"accuracy {_SHORT[s]}": row["accuracy"][s][0] for s in EVAL_SETS}
     q |= {f"theory - GP {_SHORT[s]}": row["theory_minus_gp"][s][0] for s in EVAL_SETS}
@@ -119,21 +155,24 @@ def _pm(v, se, digits=1) -> str:
     return f"{v:.{digits}f}±{se:.{digits}f}"
 
 
-def format_rows(rows: list[dict]) -> str:
-    """The per-network table as text within 80 columns: accuracies (precise sets), theory - GP (paired),
-    and the pruning numbers."""
-    head1 = f"{'seed':>4} {'prec.':<8}{'acc ID':>10}{'MNIST':>10}{'FMNIST':>10}  theory-GP  ID / MNIST / FMNIST"
-    lines = [head1]
-    for r in rows:
-        a, g = r["accuracy"], r["theory_minus_gp"]
-        lines.append(
-            f"{r['seed']:>4} {r['precision']:<8}"
-            + "".join(f"{_pm(a[s][0], a[s][1]):>10}" for s in EVAL_SETS)
-            + "  "
-            + " / ".join(f"{g[s][0]:+.1f}±{g[s][1]:.1f}" for s in EVAL_SETS)
-        )
-    lines.append("")
-    lines.append(f"{'seed':>4} {'Spearman [95%]':<19}{'lowest':<7}{'drop ID':>9}{'FMNIST':>7}  two lowest: ID / FMNIST")
+def format_rows(rows: list[dict], part: str = "theory") -> str:
+    """The per-network table as text within 80 columns.  ``part="theory"``: accuracies (precise sets) and
+    theory - GP (paired, smallest width, validation-selected temperatures); ``"pruning"``: Spearman(score,
+    drop) with its bootstrap interval, the lowest-scoring head and its drops, the two lowest pruned together."""
+    if part == "theory":
+        lines = [f"{'seed':>4} {'prec.':<8}{'acc ID':>10}{'MNIST':>10}{'FMNIST':>10} theory-GP  ID / MNIST / FMNIST"]
+        for r in rows:
+            a, g = r["accuracy"], r["theory_minus_gp"]
+            lines.append(
+                f"{r['seed']:>4} {r['precision']:<8}"
+                + "".join(f"{_pm(a[s][0], a[s][1]):>10}" for s in EVAL_SETS)
+                + " "
+                + " / ".join(f"{g[s][0]:+.1f}±{g[s][1]:.1f}" for s in EVAL_SETS)
+            )
+        return "\n".join(lines)
+    if part != "pruning":
+        raise ValueError(f"part must be 'theory' or 'pruning', got {part!r}")
+    lines = [f"{'seed':>4} {'Spearman [95%]':<19}{'lowest':<7}{'drop ID':>9}{'FMNIST':>7}  two lowest: ID / FMNIST"]
     for r in rows:
         rho, ci = r["spearman"]
         lo, two = r["lowest"], r["two_lowest"]
@@ -145,26 +184,39 @@ def format_rows(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def format_spread(rows: list[dict]) -> str:
-    """Mean, standard deviation and range over the networks, with the reference's value where it has one."""
+_GROUPS = {
+    "theory": ("accuracy", "theory - GP"),
+    "pruning": ("Spearman", "lowest head", "two lowest"),
+}
+
+
+def format_spread(rows: list[dict], part: str = "theory") -> str:
+    """Mean, standard deviation and range over the networks of the ``part`` ("theory": accuracies and
+    theory - GP; "pruning": Spearman and drops) quantities, with the reference's value where it has one."""
+    if part not in _GROUPS:
+        raise ValueError(f"part must be one of {sorted(_GROUPS)}, got {part!r}")
+    lo, hi = REFERENCE["two_lowest_single_drops"]
     ref = {
         "accuracy ID": f"{REFERENCE['test_accuracy']:.1f}±{REFERENCE['test_accuracy_se']:.1f}",
         "Spearman(score, drop)": f"{REFERENCE['spearman']:.2f}",
-        "lowest head drop ID": f"{max(REFERENCE['two_lowest_single_drops']):.1f} (larger of two)",
+        "lowest head drop ID": f"{lo:.1f}, {hi:.1f} (2 lowest)",
     }
-    sp = spread(rows)
     lines = [f"{'quantity (points)':<24}{'mean':>7}{'sd':>6}{'min':>7}{'max':>7}{'n':>3}  reference"]
-    for k, v in sp.items():
-        lines.append(
-            f"{k:<24}{v['mean']:>7.2f}{v['sd']:>6.2f}{v['min']:>7.2f}{v['max']:>7.2f}{v['n']:>3}  {ref.get(k, '')}"
-        )
+    for k, v in spread(rows).items():
+        if k.startswith(_GROUPS[part]):
+            sd = f"{v['sd']:>6.2f}" if v["n"] > 1 else f"{'-':>6}"
+            lines.append(
+                f"{k:<24}{v['mean']:>7.2f}{sd}{v['min']:>7.2f}{v['max']:>7.2f}{v['n']:>3}  {ref.get(k, '')}".rstrip()
+            )
     return "\n".join(lines)
 
 
-def format_tally(rows: list[dict]) -> str:
-    """Each claim as "holds on k of n" (the seeds where it fails in brackets)."""
+def format_tally(rows: list[dict], prefix: str = "") -> str:
+    """Each claim whose id starts with ``prefix`` as "holds on k of n" (the seeds where it fails in brackets)."""
     lines = []
     for cid, t in claim_tally(rows).items():
+        if not cid.startswith(prefix):
+            continue
         fail = f"  (fails: seed {', '.join(map(str, t['seeds_failing']))})" if t["seeds_failing"] else ""
         lines.append(f"{cid:<10} holds on {t['holds']} of {t['of']}{fail}")
     return "\n".join(lines)

@@ -229,19 +229,21 @@ def run_pruning(
     root=None,
     progress: bool = False,
     net=None,
+    record: dict | None = None,
 ) -> dict:
     """Scores, network-side and theory-side pruning, baselines and their statistics (spec §C).
 
     ``theory`` is a result of :func:`attention_paths.tasks.oneshot.run_oneshot` (computed here, without sampling,
     when not given); its trained network is the one pruned (``net``: that network, when it is not the
-    scale's committed or cached one, e.g. a checkpoint of a ``reproduce`` stage).
+    scale's committed or cached one, e.g. a checkpoint of a ``reproduce`` stage; ``record``: its record, with
+    ``source`` and ``sha256``).
     """
     scale = get_scale(scale)
     cfg = dict(PRUNING_EXPERIMENT[scale])
     cfg["network"] = network or (theory or {}).get("config", {}).get("network") or cfg["network"]
     if theory is None:
         theory = run_oneshot(scale, network=cfg["network"], sample=False, root=root, progress=progress)
-    rec = {"source": "given by the caller", "sha256": None}
+    rec = record or {"source": "given by the caller", "sha256": None}
     if net is None:
         net, rec = load_network(cfg["network"], progress=progress)
     tcfg = config_for(cfg["network"], test_episodes=cfg["test_episodes"], ood_episodes=None)

@@ -1,0 +1,145 @@
+"""The committed ensemble of paper-recipe networks (issue 23), read for the chapters.
+
+A member is complete when three committed results exist: ``data/omniglot-<name>/`` (the network and its
+record with precise accuracies), ``data/omniglot-theory/paper-sizes-<name>-network/`` and
+``data/pruning/<name>-network/``.  A member whose training is still under way has only a resumable state
+``data/omniglot-<name>/resume.pt`` and its progress ``resume.json``.  Nothing here computes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from attention_paths.base import config
+from attention_paths.base.io import atomic_write_json
+from attention_paths.runs import results
+from attention_paths.tasks import ensemble
+from attention_paths.tasks.omniglot.ensemble import ENSEMBLE_SEEDS, member_name
+from attention_paths.tasks.omniglot.training import TRAIN_CONFIGS, committed_checkpoint, load_trained, network_config
+
+__all__ = [
+    "ENSEMBLE_SEEDS",
+    "member_folders",
+    "load_records",
+    "load_members",
+    "training_status",
+    "save_resume_state",
+    "format_status",
+]
+
+
+def member_folders(name: str, data_dir=None) -> dict[str, Path]:
+    """``{"network", "theory", "pruning"}``: where a member's committed results live."""
+    network_config(name)
+    data = Path(data_dir or config.repo_data_dir())
+    return {
+        "network": data / f"omniglot-{name}",
+        "theory": data / "omniglot-theory" / f"paper-sizes-{name}-network",
+        "pruning": data / "pruning" / f"{name}-network",
+    }
+
+
+def load_records(seeds=ENSEMBLE_SEEDS, data_dir=None) -> dict[int, dict]:
+    """``{seed: record.json}`` of every member of ``seeds`` whose network is committed, its model file's
+    SHA-256 checked against the record."""
+    out = {}
+    for seed in seeds:
+        name = member_name(seed)
+        committed = committed_checkpoint(name, data_dir)
+        if committed is not None:
+            out[int(seed)] = committed[1]
+    return out
+
+
+def load_members(seeds=ENSEMBLE_SEEDS, data_dir=None) -> list[dict]:
+    """The rows (:func:`attention_paths.tasks.ensemble.network_row`) of every member of ``seeds`` whose three
+    results are committed, in seed order; a member with some but not all of them raises ``ValueError``
+    (an incomplete commit), one with none is left out (see :func:`training_status`)."""
+    rows = []
+    for seed in seeds:
+        name = member_name(seed)
+        f = member_folders(name, data_dir)
+        have = {k: (p / ("record.json" if k == "network" else results.SUMMARY)).exists() for k, p in f.items()}
+        have["network"] = have["network"] and (f["network"] / "model.pt").exists()
+        if not any(have.values()):
+            continue
+        if not all(have.values()):
+            missing = [str(f[k]) for k, ok in have.items() if not ok]
+            raise ValueError(f"network {name} is committed only in part: {missing} missing")
+        record = json.loads((f["network"] / "record.json").read_text())
+        theory = results.load_run(f["theory"], "omniglot-theory")
+        prune = results.load_run(f["pruning"], "pruning")
+        for run, what in ((theory, "theory"), (prune, "pruning")):
+            sha = run["network_record"].get("sha256")
+            if sha != record["exported"]["sha256"]:
+                raise ValueError(f"the committed {what} run of {name} was computed on another network (SHA-256 {sha})")
+        rows.append(ensemble.network_row(seed, record, theory, prune))
+    return rows
+
+
+def save_resume_state(run_dir, name: str, data_dir=None) -> Path:
+    """Commit an unfinished training run's state: ``run_dir/last.pt`` (verified) as
+    ``data/omniglot-<name>/resume.pt``, and its progress as ``resume.json``.  Resume it with
+    ``python -m attention_paths omniglot-train --scale paper --seed K --resume-from data/omniglot-<name>/resume.pt``
+    (or the ensemble's train stage, which picks it up)."""
+    cfg = network_config(name)
+    run_dir = Path(run_dir)
+    _, ck = load_trained(run_dir / "last.pt")  # verifies the digest
+    if ck["config"] != dataclasses.asdict(cfg):
+        raise ValueError(f"{run_dir / 'last.pt'} is not a run of network {name}")
+    folder = member_folders(name, data_dir)["network"]
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / ".resume.pt.tmp"
+    tmp.write_bytes((run_dir / "last.pt").read_bytes())
+    tmp.replace(folder / "resume.pt")
+    last = ck["history"][-1]
+    atomic_write_json(
+        folder / "resume.json",
+        {
+            "network": name,
+            "steps_done": ck["step"],
+            "steps": cfg.steps,
+            "training_seconds": ck["seconds"],
+            "last_evaluation": last,
+            "resume": f"python -m attention_paths omniglot-train --scale paper --seed {cfg.seed} "
+            f"--resume-from data/omniglot-{name}/resume.pt --out OUT",
+        },
+    )
+    return folder / "resume.pt"
+
+
+def training_status(seeds=ENSEMBLE_SEEDS, data_dir=None) -> list[dict]:
+    """One entry per seed: ``{"seed", "name", "state"}`` with state ``committed``, ``training`` (a committed
+    resumable state: ``steps_done``, ``steps``) or ``not started``."""
+    out = []
+    for seed in seeds:
+        name = member_name(seed)
+        folder = member_folders(name, data_dir)["network"]
+        entry = {"seed": int(seed), "name": name, "state": "not started"}
+        if (folder / "model.pt").exists():
+            f = member_folders(name, data_dir)
+            analysed = all((f[k] / results.SUMMARY).exists() for k in ("theory", "pruning"))
+            entry["state"] = "committed" if analysed else "trained"
+        elif (folder / "resume.json").exists():
+            prog = json.loads((folder / "resume.json").read_text())
+            entry |= {"state": "training", "steps_done": prog["steps_done"], "steps": prog["steps"]}
+        out.append(entry)
+    return out
+
+
+def format_status(status: list[dict]) -> str:
+    """The ensemble's members and how far each has come, as text."""
+    steps = TRAIN_CONFIGS["paper"].steps
+    lines = []
+    for e in status:
+        what = e["state"]
+        if what == "training":
+            what += f" ({e['steps_done']:,} of {e['steps']:,} steps, resumable state committed)"
+        elif what == "committed":
+            what += f" ({steps:,} steps, theory and pruning committed)"
+        elif what == "trained":
+            what += f" ({steps:,} steps; theory and pruning not yet committed)"
+        lines.append(f"seed {e['seed']:>2} ({e['name']}): {what}")
+    return "\n".join(lines)

@@ -1,0 +1,107 @@
+"""Across trained networks (issue 23): the per-network rows, their spread and the claim tally."""
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attention_paths.runs import ensemble as ensemble_runs
+from attention_paths.runs import results
+from attention_paths.tasks import ensemble
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "data"
+
+
+def _paper_row():
+    rec = json.loads((DATA / "omniglot-paper" / "record.json").read_text())
+    theory = results.load_run(DATA / "omniglot-theory" / "paper-sizes-paper-network", "omniglot-theory")
+    prune = results.load_run(DATA / "pruning" / "paper-network", "pruning")
+    return ensemble.network_row(42, rec, theory, prune), rec, theory, prune
+
+
+def test_a_row_holds_the_committed_numbers_of_its_network():
+    row, rec, theory, prune = _paper_row()
+    assert row["seed"] == 42 and row["name"] == "paper" and row["precision"] == "float32"
+    assert row["accuracy"]["test"] == (
+        rec["accuracies"]["test"]["accuracy"],
+        rec["accuracies"]["test"]["se"],
+        rec["accuracies"]["test"]["episodes"],
+    )
+    # theory - GP is the paired comparison of the committed per-episode predictions
+    n = theory["config"]["n_eval"]
+    y = np.repeat([1.0, -1.0], n // 2)
+    k = 1  # the test set is the second block (val, test, MNIST, FashionMNIST)
+    th = theory["arrays"]["paired_theory_mean"][k * n : (k + 1) * n]
+    gp = theory["arrays"]["paired_gp_mean"][k * n : (k + 1) * n]
+    d = (np.sign(th) == y).astype(float) - (np.sign(gp) == y).astype(float)
+    assert row["theory_minus_gp"]["test"][0] == pytest.approx(100 * d.mean())
+    assert row["theory_minus_gp"]["test"][1] == pytest.approx(100 * d.std(ddof=1) / math.sqrt(n))
+    # and agrees with the selection tables' accuracies (theory at the smallest width minus the GP)
+    sel = theory["select"]["val"]
+    assert row["theory_minus_gp"]["test"][0] == pytest.approx(
+        sel["theory"]["accuracy"]["test"][0] - sel["gp"]["accuracy"]["test"], abs=1e-9
+    )
+    assert row["lowest"]["head"] == prune["order"][0]
+    assert row["two_lowest"]["heads"] == tuple(prune["order"][:2])
+    assert row["spearman"][0] == prune["spearman"]["theory"]["rho"]
+    assert set(row["claims"]) == {c["id"] for c in theory["claims"]} | {c["id"] for c in prune["claims"]}
+
+
+def test_spread_and_tally_over_networks():
+    row, *_ = _paper_row()
+    other = json.loads(json.dumps(row))  # a second, altered network: seed 7, C3 passes, lower accuracy
+    other["seed"] = 7
+    other["accuracy"]["test"] = [79.0, 0.3, 20480]
+    other["claims"]["C3"] = True
+    del other["claims"]["I3"]  # not sampled
+    sp = ensemble.spread([row, other])
+    a = np.array([row["accuracy"]["test"][0], 79.0])
+    assert sp["accuracy ID"]["mean"] == pytest.approx(a.mean())
+    assert sp["accuracy ID"]["sd"] == pytest.approx(a.std(ddof=1))
+    assert (sp["accuracy ID"]["min"], sp["accuracy ID"]["max"], sp["accuracy ID"]["n"]) == (79.0, a.max(), 2)
+    tally = ensemble.claim_tally([row, other])
+    assert (tally["C3"]["holds"], tally["C3"]["of"], tally["C3"]["seeds_failing"]) == (1, 2, [42])
+    assert (tally["I3"]["holds"], tally["I3"]["of"]) == (1, 1)
+    text = ensemble.format_tally([row, other], "C")
+    assert "C3         holds on 1 of 2  (fails: seed 42)" in text and "I3" not in text
+    for part in ("theory", "pruning"):
+        for line in (
+            ensemble.format_rows([row, other], part).splitlines()
+            + ensemble.format_spread([row, other], part).splitlines()
+        ):
+            assert len(line) <= 80, line
+    assert "-" in ensemble.format_spread([row]).splitlines()[1]  # no spread for a single network
+    with pytest.raises(ValueError, match="no networks"):
+        ensemble.spread([])
+    with pytest.raises(ValueError, match="part"):
+        ensemble.format_rows([row], "both")
+
+
+def test_load_members_reads_complete_commits_and_refuses_partial_ones(tmp_path):
+    rows = ensemble_runs.load_members()
+    assert rows and rows[0]["seed"] == 42
+    data = tmp_path / "data"
+    for src, dst in (
+        ("omniglot-paper", "omniglot-paper"),
+        ("omniglot-theory/paper-sizes-paper-network", "omniglot-theory/paper-sizes-paper-network"),
+        ("pruning/paper-network", "pruning/paper-network"),
+    ):
+        shutil.copytree(DATA / src, data / dst)
+    assert [r["seed"] for r in ensemble_runs.load_members(data_dir=data)] == [42]
+    shutil.copytree(DATA / "omniglot-paper", data / "omniglot-paper-seed1")  # a network without its analyses
+    with pytest.raises(ValueError, match="paper-seed1 is committed only in part"):
+        ensemble_runs.load_members(data_dir=data)
+    status = {e["seed"]: e["state"] for e in ensemble_runs.training_status(data_dir=data)}
+    assert status == {42: "committed", 1: "trained", 2: "not started", 3: "not started", 4: "not started"}
+    # a theory run of another network is refused by the network's SHA-256
+    shutil.rmtree(data / "omniglot-paper-seed1")
+    q = data / "omniglot-theory" / "paper-sizes-paper-network" / "summary.json"
+    s = json.loads(q.read_text())
+    s["network_record"]["sha256"] = "0" * 64
+    q.write_text(json.dumps(s))
+    with pytest.raises(ValueError, match="computed on another network"):
+        ensemble_runs.load_members(data_dir=data)
