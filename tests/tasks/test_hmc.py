@@ -268,3 +268,29 @@ def test_switching_generators_changes_only_the_draws():
     np.testing.assert_array_equal(noisy.layers[0].W[1].numpy(), 0.0)  # eps = 0: the uniform head, no draws
     with pytest.raises(ValueError, match="generator"):
         hmc.HMCSeeds(generator="mt19937")
+
+
+def test_shifted_seed_sets_keep_their_generator_and_seeds_are_integers():
+    """Issue 24, group 3: the reference's generator survives a shift; a seed of 1.5 is not silently 1."""
+    from attention_paths.tasks.hmc import HMCSeeds, make_sequences, random_head
+
+    ref = HMCSeeds.reference().shifted(1)
+    assert ref.generator == "torch-reference" and (ref.train, ref.test, ref.random_1, ref.random_2) == (
+        1027,
+        1059,
+        1147,
+        1247,
+    )
+    assert HMCSeeds().shifted(0) == HMCSeeds()
+    for bad in (1.5, -1, True, "3"):
+        with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+            make_sequences(4, bad, generator="torch-reference")
+        with pytest.raises(ValueError, match="non-negative integer"):
+            random_head(bad)
+    with pytest.raises(ValueError, match="HMCSeeds.train must be a non-negative integer"):
+        HMCSeeds(train=2.0)
+    with pytest.raises(ValueError, match="shift k"):
+        HMCSeeds().shifted(0.5)
+    x1, y1, _ = make_sequences(4, np.int64(3))
+    x2, y2, _ = make_sequences(4, 3)
+    np.testing.assert_array_equal(x1, x2)

@@ -3,10 +3,11 @@
 * ``REPRO_SCALE``: problem sizes of every experiment, ``quick`` (default; CPU, minutes) or ``paper``;
 * ``ATTENTION_PATHS_DATA``: the dataset root (MNIST, FashionMNIST, Omniglot); default
   ``~/.cache/attention-paths/data``;
-* ``ATTENTION_PATHS_OFFLINE``: when set, the datasets are never downloaded, only read under the root;
+* ``ATTENTION_PATHS_OFFLINE``: when on (``1``/``true``/``yes``/``on``; off: ``0``/``false``/``no``/``off``/empty;
+  anything else is an error), the datasets are never downloaded, only read under the root;
 * ``ATTENTION_PATHS_DEVICE``: where the theory's low-rank kernel products run, ``numpy`` (default),
   ``auto`` (a CUDA GPU through torch when there is one) or a torch device;
-* ``ATTENTION_PATHS_QUIET``: when set, no progress bars;
+* ``ATTENTION_PATHS_QUIET``: when on (a boolean, as above), no progress bars;
 * ``ATTENTION_PATHS_CLAIMS``: where chapters record their claims (default ``_build/claims`` in the project);
 * ``REPRO_RESULTS``: a ``reproduce`` output folder the chapters render from instead of computing;
 * ``REPRO_FIGURES``: a folder to export every numbered figure to (PDF and SVG);
@@ -64,9 +65,27 @@ def data_root() -> Path:
     return Path.home() / ".cache" / "attention-paths" / "data"
 
 
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+def _flag(name: str) -> bool:
+    """A boolean switch: ``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off``/empty/unset (any
+    case); anything else raises ``ValueError`` naming the variable."""
+    value = _get(name).lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(
+        f"{name}={os.environ.get(name)!r} is not a boolean; use one of {', '.join(_TRUE)} (on) or "
+        f"{', '.join(v for v in _FALSE if v)} or empty (off)"
+    )
+
+
 def offline() -> bool:
-    """True when ``$ATTENTION_PATHS_OFFLINE`` is set: the datasets are never downloaded."""
-    return bool(os.environ.get("ATTENTION_PATHS_OFFLINE"))
+    """True when ``$ATTENTION_PATHS_OFFLINE`` is on (``1``, ``true``, ``yes``, ``on``): the datasets are never
+    downloaded.  A value that is not a boolean raises ``ValueError``."""
+    return _flag("ATTENTION_PATHS_OFFLINE")
 
 
 def theory_device() -> str | None:
@@ -80,8 +99,8 @@ def set_theory_device(device: str) -> None:
 
 
 def quiet_requested() -> bool:
-    """True when ``$ATTENTION_PATHS_QUIET`` is set."""
-    return bool(os.environ.get("ATTENTION_PATHS_QUIET"))
+    """True when ``$ATTENTION_PATHS_QUIET`` is on (a boolean as for :func:`offline`)."""
+    return _flag("ATTENTION_PATHS_QUIET")
 
 
 def repo_root() -> Path | None:

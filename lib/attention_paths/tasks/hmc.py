@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -145,6 +145,7 @@ def make_sequences(
     """
     if P < 2 or P % 2:
         raise ValueError(f"P must be a positive even number (half per class), got {P}")
+    _check_seed(seed, "seed")
     if min(sigma_sum, sigma_diff, sigma_perp) < 0:
         raise ValueError("noise strengths must be non-negative")
     if generator not in GENERATORS:
@@ -240,6 +241,7 @@ def random_head(
     """
     if generator not in GENERATORS:
         raise ValueError(f"generator must be one of {GENERATORS}, got {generator!r}")
+    _check_seed(seed, "seed")
     T = N_STATES + 1
     n0 = nf + T
     if eps == 0:
@@ -256,12 +258,19 @@ def random_head(
     return beta * _blocks(feature, position, full[:nf, nf:], full[nf:, :nf], nf=nf)
 
 
+def _check_seed(seed, name: str) -> None:
+    """A seed is a non-negative integer (a float such as 1.5 would be truncated silently by the generators)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {seed!r}")
+
+
 @dataclass(frozen=True)
 class HMCSeeds:
     """Seeds of one "seed set": data (train, test) and the two random heads (spec §A.1-A.2).
 
-    ``HMCSeeds.shifted(k)`` adds ``1000 k`` to every seed (robustness check H9); ``k = 0`` is the
-    reference's seed values (with this project's generator, OP-E1).
+    ``HMCSeeds().shifted(k)`` adds ``1000 k`` to every seed (robustness check H9) and keeps the generator;
+    ``k = 0`` is the reference's seed values (with this project's generator, OP-E1).  Seeds are
+    non-negative integers.
     """
 
     train: int = 27
@@ -273,11 +282,19 @@ class HMCSeeds:
     def __post_init__(self):
         if self.generator not in GENERATORS:
             raise ValueError(f"generator must be one of {GENERATORS}, got {self.generator!r}")
+        for name in ("train", "test", "random_1", "random_2"):
+            _check_seed(getattr(self, name), f"HMCSeeds.{name}")
 
-    @classmethod
-    def shifted(cls, k: int) -> "HMCSeeds":
-        base = cls()
-        return cls(base.train + 1000 * k, base.test + 1000 * k, base.random_1 + 1000 * k, base.random_2 + 1000 * k)
+    def shifted(self, k: int) -> "HMCSeeds":
+        """These seeds plus ``1000 k`` each, with the same generator."""
+        _check_seed(k, "shift k")
+        return replace(
+            self,
+            train=self.train + 1000 * k,
+            test=self.test + 1000 * k,
+            random_1=self.random_1 + 1000 * k,
+            random_2=self.random_2 + 1000 * k,
+        )
 
     @classmethod
     def reference(cls) -> "HMCSeeds":
@@ -506,7 +523,7 @@ def seed_set_summary(k, widths, tau: float, P: int = 100, P_test: int = 1000, se
     ``k``: the numpy seed set :meth:`HMCSeeds.shifted` ``(k)``, or ``"ref"`` with ``seeds`` =
     :meth:`HMCSeeds.reference` (the reference's own data and heads).
     """
-    seeds = seeds or HMCSeeds.shifted(k)
+    seeds = seeds or HMCSeeds().shifted(k)
     main = make_hmc_task("main", seeds, P, P_test)
     sw = theory_sweep(main, widths, tau)
     noisy = make_hmc_task("noisy", seeds, P, P_test)

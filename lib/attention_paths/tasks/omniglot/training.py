@@ -15,6 +15,7 @@ import json
 import os
 import re
 import time
+import warnings
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -142,9 +143,11 @@ def _atomic_torch_save(obj, path: Path):
     atomic_write(Path(path), lambda fh: torch.save(obj, fh))
 
 
-def _read_checkpoint(path: Path, device, need=("config", "model")) -> dict:
-    """A checkpoint written by this module, verified: readable, with the keys ``need``, and (when it carries
-    one) matching its weights' digest.  Anything else raises ``ValueError`` naming the file."""
+def _read_checkpoint(path: Path, device, need=("config", "model"), verify: bool = True) -> dict:
+    """A checkpoint written by this module, verified: readable, with the keys ``need``, and matching the digest
+    of its weights it carries.  Anything else raises ``ValueError`` naming the file.  A checkpoint without a
+    digest (written before digests existed) is refused unless ``verify=False``, which loads it with a
+    warning."""
     try:
         ck = torch.load(path, map_location=device, weights_only=False)
     except FileNotFoundError:
@@ -159,7 +162,14 @@ def _read_checkpoint(path: Path, device, need=("config", "model")) -> dict:
     missing = [k for k in need if k not in ck]
     if missing:
         raise ValueError(f"checkpoint {path} is incomplete: it lacks {missing}")
-    if "digest" in ck and _state_digest(ck) != ck["digest"]:
+    if "digest" not in ck:
+        if verify:
+            raise ValueError(
+                f"checkpoint {path} carries no digest of its weights, so damage to it cannot be detected; "
+                "re-export it, or load it with verify=False if you trust the file"
+            )
+        warnings.warn(f"loading {path} without verifying its weights (it carries no digest)", stacklevel=3)
+    elif _state_digest(ck) != ck["digest"]:
         raise ValueError(f"checkpoint {path} is damaged: its weights do not match the digest it was written with")
     return ck
 
@@ -168,12 +178,14 @@ def checkpoint_sha256(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def load_trained(path, device: str | torch.device = "cpu") -> tuple[InContextTransformer, dict]:
-    """Network and record of a checkpoint written by :func:`train` (``last.pt``, ``best.pt``) or exported."""
+def load_trained(path, device: str | torch.device = "cpu", *, verify: bool = True) -> tuple[InContextTransformer, dict]:
+    """Network and record of a checkpoint written by :func:`train` (``last.pt``, ``best.pt``) or exported;
+    its weights are checked against the digest it carries (``verify=False``: also accept one without a
+    digest, with a warning)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
-    ck = _read_checkpoint(path, device)
+    ck = _read_checkpoint(path, device, verify=verify)
     try:
         cfg = TrainConfig(**ck["config"])
         net = InContextTransformer(cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_qk, cfg.seed)
@@ -281,6 +293,11 @@ def train(
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
+        if not torch.isfinite(loss.detach()):
+            raise FloatingPointError(
+                f"training loss is {float(loss.detach())} at step {step + 1}: the run diverged or its weights are "
+                f"damaged; nothing after step {history[-1]['step'] if history else 0} was written to {out}"
+            )
         losses.append(float(loss.detach()))
         done = step + 1
         if done % cfg.eval_every == 0 or done == stop:

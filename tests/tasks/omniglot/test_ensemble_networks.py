@@ -134,3 +134,40 @@ def test_committed_paper_network_has_precise_accuracies():
         assert acc[s]["accuracy"] == pytest.approx(rec["accuracies_training"][s]["accuracy"], abs=1e-9)
     assert abs(acc["test"]["accuracy"] - rec["accuracies_training"]["test"]["accuracy"]) < 3 * 0.9
     assert en.committed_members()[0] == (42, "paper")
+
+
+def test_checkpoints_without_a_digest_are_refused_unless_asked(tmp_path):
+    """Issue 24, group 2: a same-size damaged checkpoint without a digest would load; it is refused by name,
+    and loads only with verify=False, with a warning.  The committed checkpoints carry digests."""
+    for name in ("quick", "paper"):
+        ck = torch.load(ROOT / "data" / f"omniglot-{name}" / "model.pt", weights_only=False)
+        assert "digest" in ck, name
+    ck.pop("digest")
+    ck["model"]["w_in.weight"][0, 0] = 1e37
+    torch.save(ck, tmp_path / "plain.pt")
+    with pytest.raises(ValueError, match="plain.pt carries no digest"):
+        tr.load_trained(tmp_path / "plain.pt")
+    with pytest.warns(UserWarning, match="without verifying"):
+        net, _ = tr.load_trained(tmp_path / "plain.pt", verify=False)
+    assert float(net.w_in.weight[0, 0].detach()) == pytest.approx(1e37)
+
+
+def test_a_non_finite_loss_stops_training_and_writes_nothing(tmp_path):
+    """Issue 24, group 2: weights scaled by 1e30 (with a valid digest) give an infinite loss on resume; the run
+    stops with an error naming the step, and its checkpoints and summary are left as they were."""
+    if not (Path(tr.config.data_root()) / "omniglot-py").exists():
+        pytest.skip("Omniglot not available offline")
+    cfg = tr.TrainConfig(
+        d_model=32, d_qk=8, steps=40, eval_every=20, val_episodes=64, test_episodes=64, ood_episodes=20
+    )
+    tr.train(cfg, tmp_path, progress=False, max_steps=20)
+    ck = torch.load(tmp_path / "last.pt", weights_only=False)
+    ck.pop("digest")
+    for v in ck["model"].values():
+        if v.is_floating_point():
+            v.mul_(1e30)
+    tr._atomic_torch_save(ck, tmp_path / "last.pt")
+    before = {f: (tmp_path / f).read_bytes() for f in ("last.pt", "best.pt", "summary.json")}
+    with pytest.raises(FloatingPointError, match=r"training loss is (inf|nan) at step 21"):
+        tr.train(cfg, tmp_path, progress=False)
+    assert before == {f: (tmp_path / f).read_bytes() for f in ("last.pt", "best.pt", "summary.json")}
