@@ -69,19 +69,121 @@ def test_pruning_run_recomputes_from_its_path_outputs(pruning_run):
 
 
 def test_damaged_committed_runs_are_refused(tmp_path, pruning_run):
+    """Issue 24, group 1: every committed run is checked against the SHA-256 of its files where it is read."""
     import shutil
 
     src = DATA / "pruning" / "paper-network"
     shutil.copytree(src, tmp_path / "run")
     (tmp_path / "run" / "arrays.npz").write_bytes(b"truncated")
-    with pytest.raises(ValueError, match="corrupted"):
+    with pytest.raises(ValueError, match="arrays.npz does not match the SHA-256"):
         results.load_run(tmp_path / "run", "pruning")
+    # a consistent edit of the summary alone (its record regenerated) still fails the shape checks
     summary = json.loads((src / "summary.json").read_text())
     summary["n_episodes"]["test"] += 1
     shutil.copy(src / "arrays.npz", tmp_path / "run" / "arrays.npz")
     (tmp_path / "run" / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(ValueError, match="summary.json does not match the SHA-256"):
+        results.load_run(tmp_path / "run", "pruning")
+    results.write_files_record(tmp_path / "run")
     with pytest.raises(ValueError, match="does not match"):
         results.load_run(tmp_path / "run", "pruning")
+    (tmp_path / "run" / "record.json").unlink()
+    with pytest.raises(ValueError, match="has no record.json"):
+        results.load_run(tmp_path / "run", "pruning")
+
+
+def _rewritten(tmp_path, src, edit_summary=None, edit_arrays=None):
+    """A copy of committed run ``src`` with its summary or arrays edited and its record regenerated, as a
+    careful forger (or a buggy writer) would leave it: only the content checks can catch it."""
+    import shutil
+
+    from attention_paths.base.io import load_npz
+
+    run = tmp_path / src.name
+    shutil.copytree(src, run)
+    summary = json.loads((run / "summary.json").read_text())
+    arrays = load_npz(run / "arrays.npz")
+    if edit_summary:
+        edit_summary(summary)
+    if edit_arrays:
+        edit_arrays(arrays)
+    (run / "summary.json").write_text(json.dumps(summary))
+    np.savez(run / "arrays.npz", **arrays)
+    results.write_files_record(run)
+    return run
+
+
+def _negate(a, key):
+    a[key] = -a[key]
+
+
+def _cut(a, key, n):
+    a[key] = a[key][:n]
+
+
+def _nan_first(a, key):
+    a[key] = a[key].copy()
+    a[key].flat[0] = np.nan
+
+
+@pytest.mark.parametrize(
+    "folder, experiment, edit_summary, edit_arrays, match",
+    [
+        (
+            "omniglot-theory/paper-sizes-paper-network",
+            "omniglot-theory",
+            None,
+            lambda a: _negate(a, "U"),
+            "positive diagonal",
+        ),
+        (
+            "omniglot-theory/paper-sizes-paper-network",
+            "omniglot-theory",
+            lambda s: s["grid_accuracy"].update({"test": np.zeros((10, 10)).tolist()}),
+            None,
+            "accuracies",
+        ),
+        (
+            "omniglot-theory/paper-sizes-paper-network",
+            "omniglot-theory",
+            None,
+            lambda a: _cut(a, "panel_mean", 100),
+            "shape",
+        ),
+        ("pruning/paper-network", "pruning", None, lambda a: _cut(a, "y_test", 100), "y_test has shape"),
+        ("pruning/paper-network", "pruning", lambda s: s.update(order=["(9)9"] * 8), None, "name the heads"),
+        ("hmc-paper", "hmc", None, lambda a: _nan_first(a, "sample_main_N10_rb_mean"), "non-finite"),
+        ("pruning/paper-network", "pruning", lambda s: s.update(format=99), None, "results format 99, newer"),
+    ],
+)
+def test_consistently_edited_runs_fail_their_content_checks(
+    tmp_path, folder, experiment, edit_summary, edit_arrays, match
+):
+    run = _rewritten(tmp_path, DATA / folder, edit_summary, edit_arrays)
+    with pytest.raises(ValueError, match=match):
+        results.load_run(run, experiment)
+
+
+def test_a_same_size_edit_of_a_sampled_accuracy_is_refused(tmp_path):
+    """96.3 -> 99.3 in data/hmc-paper/summary.json: same size, refused by the SHA-256 of the file."""
+    import shutil
+
+    shutil.copytree(DATA / "hmc-paper", tmp_path / "hmc")
+    path = tmp_path / "hmc" / "summary.json"
+    text = path.read_text()
+    assert '"accuracy_percent": 96.3,' in text
+    edited = text.replace('"accuracy_percent": 96.3,', '"accuracy_percent": 99.3,', 1)
+    assert len(edited) == len(text)
+    path.write_text(edited)
+    with pytest.raises(ValueError, match="summary.json does not match the SHA-256"):
+        results.load_run(tmp_path / "hmc", "hmc")
+
+
+def test_every_committed_run_lists_the_sha256_of_its_files():
+    for summary in DATA.rglob("summary.json"):
+        record = json.loads((summary.parent / "record.json").read_text())
+        assert {"summary.json", "arrays.npz"} <= set(record["files_sha256"]), summary.parent
+        results.verify_files(summary.parent)
 
 
 def test_hmc_paper_run_is_complete_mixed_and_agrees_with_a_fresh_theory():

@@ -179,7 +179,6 @@ def test_paper_claims_hold_for_the_theory(theory_res):
 @pytest.mark.slow
 def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     """A short sampling run goes through the CLI's summary, is reloaded by results.load_run and matches."""
-    from attention_paths.base.io import atomic_savez, atomic_write_json
 
     cfg = dict(hmc.HMC_EXPERIMENT["quick"])
     cfg["sampling"] = {"main": {"rb": (10,), "full": ()}, "noisy": {"rb": (), "full": ()}}
@@ -193,8 +192,7 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     smp = res["samples"]["main"][10]["rb"]
     summary, arrays = hmc.hmc_summary(res)
     summary["provenance"] = {"git_commit": None, "platform": "test", "time_utc": "now"}
-    atomic_savez(tmp_path / "arrays.npz", **arrays)
-    atomic_write_json(tmp_path / "summary.json", summary)
+    results.write(tmp_path, summary, arrays)
     loaded = results.load_run(tmp_path, "hmc")
     assert [s["generator"] for s in loaded["seed_sets"]] == ["torch-reference"] + ["numpy-pcg64"] * 5
     assert loaded["seed_sets"][0]["label"] == "reference" and loaded["seed_sets"][0]["seeds"]["train"] == 27
@@ -212,6 +210,9 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     # a damaged result is reported, a missing one is None
     assert results.load_run(tmp_path / "nowhere", "hmc") is None
     (tmp_path / "arrays.npz").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="arrays.npz does not match the SHA-256"):
+        results.load_run(tmp_path, "hmc")
+    results.write_files_record(tmp_path)
     with pytest.raises(ValueError, match="corrupted"):
         results.load_run(tmp_path, "hmc")
 

@@ -32,8 +32,12 @@ __all__ = [
     "ARRAYS",
     "RESULT",
     "RECORD",
+    "FILES",
+    "FORMAT",
     "write",
     "write_result",
+    "write_files_record",
+    "verify_files",
     "read",
     "load_run",
     "write_record",
@@ -47,19 +51,80 @@ __all__ = [
 ]
 
 SUMMARY, ARRAYS, RESULT, RECORD = "summary.json", "arrays.npz", "result.pkl", "_stage.json"
+FILES = "record.json"  # the SHA-256 of every file of a results folder, written last by :func:`write`
+FORMAT = 1  # the results format this code writes; a folder of a newer format is refused
 LOCK = ".lock"  # held by a running pipeline (:class:`attention_paths.runs.pipeline.results_lock`)
 
 
 # ------------------------------------------------------------------------------------------ writing
-def write(folder, summary: dict, arrays: dict, result=None) -> Path:
-    """Write a results folder: ``arrays.npz``, then (given) ``result.pkl``, then ``summary.json``; each file
-    atomically, the summary last (a folder with a summary is complete).  Returns the folder."""
+def write(folder, summary: dict, arrays: dict, result=None, record: dict | None = None) -> Path:
+    """Write a results folder: ``arrays.npz``, then (given) ``result.pkl``, then ``summary.json`` (with the
+    format version), then ``record.json``: the format version, the SHA-256 of every other file (checked by
+    :func:`read`) and ``record``'s entries (e.g. the command that made the run).  Each file atomically.
+    Returns the folder."""
     folder = Path(folder)
     atomic_savez(folder / ARRAYS, **arrays)
     if result is not None:
         write_result(folder, result)
-    atomic_write_json(folder / SUMMARY, summary)
+    atomic_write_json(folder / SUMMARY, {"format": FORMAT, **summary})
+    write_files_record(folder, record)
     return folder
+
+
+def write_files_record(folder, extra: dict | None = None) -> Path:
+    """``folder/record.json``: ``extra``, the format version and ``files_sha256`` of the folder's summary,
+    arrays and (when present) result files."""
+    folder = Path(folder)
+    names = [n for n in (SUMMARY, ARRAYS, RESULT) if (folder / n).exists()]
+    record = {**(extra or {}), "format": FORMAT, "files_sha256": {n: _sha256(folder / n) for n in names}}
+    return atomic_write_json(folder / FILES, record)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _check_format(path: Path, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{path} has an invalid results format {value!r}")
+    if value > FORMAT:
+        raise ValueError(
+            f"{path} is in results format {value}, newer than this code reads (up to {FORMAT}); "
+            "update attention_paths to read it"
+        )
+
+
+def verify_files(folder) -> dict:
+    """Check every file of a results folder against the SHA-256 in its ``record.json``; returns the record.
+
+    A missing record, a record that does not cover the summary and arrays, a missing file or a mismatch
+    raises ``ValueError`` naming the file."""
+    folder = Path(folder)
+    path = folder / FILES
+    if not path.exists():
+        raise ValueError(
+            f"results folder {folder} has no {FILES} with the SHA-256 of its files, so damage cannot be "
+            "detected; recompute it with this version of the package"
+        )
+    try:
+        record = json.loads(path.read_text())
+        hashes = record["files_sha256"]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as err:
+        raise ValueError(f"{path} is unreadable or lacks files_sha256 ({err!r})") from None
+    _check_format(path, record.get("format", 1))
+    missing = [n for n in (SUMMARY, ARRAYS) if n not in hashes]
+    if missing:
+        raise ValueError(f"{path} does not cover {missing}")
+    for name, sha in hashes.items():
+        if not (folder / name).exists():
+            raise ValueError(f"{folder / name} is missing (listed in {path})")
+        if _sha256(folder / name) != sha:
+            raise ValueError(f"{folder / name} does not match the SHA-256 in {path}: the file was changed or damaged")
+    return record
 
 
 def write_result(folder, result) -> Path:
@@ -79,11 +144,15 @@ def read(folder) -> tuple[dict, dict] | None:
     folder = Path(folder)
     if not (folder / SUMMARY).exists():
         return None
+    verify_files(folder)
     try:
         summary = load_json(folder / SUMMARY)
         arrays = load_npz(folder / ARRAYS)
     except (OSError, KeyError, ValueError) as err:
         raise ValueError(f"results folder {folder} is incomplete or corrupted ({err!r})") from None
+    if not isinstance(summary, dict):
+        raise ValueError(f"{folder / SUMMARY} is not a results summary")
+    _check_format(folder / SUMMARY, summary.get("format", 1))
     return summary, arrays
 
 
@@ -96,16 +165,61 @@ def read_record(folder) -> dict:
         raise ValueError(f"stage record {path} is unreadable ({err})") from None
 
 
+def _bad(folder: Path, what: str):
+    raise ValueError(f"{folder}: {what}")
+
+
+def _finite(folder: Path, name: str, a, shape=None) -> np.ndarray:
+    a = np.asarray(a, dtype=float)
+    if shape is not None and a.shape != tuple(shape):
+        _bad(folder, f"{name} has shape {a.shape}, the summary says {tuple(shape)}")
+    if not np.all(np.isfinite(a)):
+        _bad(folder, f"{name} holds non-finite values")
+    return a
+
+
+def _accuracy(folder: Path, name: str, a, shape=None) -> np.ndarray:
+    a = _finite(folder, name, a, shape)
+    if a.size and (a.min() < 0 or a.max() > 100 or not a.any()):
+        _bad(folder, f"{name} is not a set of accuracies in (0, 100] %")
+    return a
+
+
+def _order_parameters(folder: Path, name: str, U, shape) -> None:
+    U = _finite(folder, name, U, shape)
+    diag = np.diagonal(U, axis1=-2, axis2=-1)
+    if (diag <= 0).any() or not np.allclose(U, np.swapaxes(U, -1, -2), atol=1e-8 * max(1.0, np.abs(U).max())):
+        _bad(folder, f"{name} is not a set of symmetric order parameters with a positive diagonal")
+
+
 def _hmc_run(folder: Path, summary: dict, arrays: dict) -> dict:
     for key, entry in summary["sampled"].items():
         entry["arrays"] = {part: arrays[f"sample_{key}_{part}"] for part in ("mean", "var", "mcse", "U_hat")}
+        for part, a in entry["arrays"].items():
+            _finite(folder, f"sample_{key}_{part}", a)
+        _order_parameters(folder, f"sample_{key}_U_hat", entry["arrays"]["U_hat"], entry["arrays"]["U_hat"].shape)
     return summary
 
 
 def _oneshot_run(folder: Path, summary: dict, arrays: dict) -> dict:
     summary["arrays"] = arrays
-    if arrays.get("U") is None or arrays["U"].shape[:2] != (len(summary["taus"]), len(summary["widths"])):
+    n_t, n_w = len(summary["taus"]), len(summary["widths"])
+    if arrays.get("U") is None or arrays["U"].ndim != 4 or arrays["U"].shape[:2] != (n_t, n_w):
         raise ValueError(f"{folder}/arrays.npz does not match its summary.json")
+    n_paths = int(np.prod(pruning.HEADS))
+    _order_parameters(folder, "U", arrays["U"], (n_t, n_w, n_paths, n_paths))
+    for set_name, a in summary["grid_accuracy"].items():
+        _accuracy(folder, f"grid accuracy ({set_name})", a, (n_t, n_w))
+    # the predictions on the four evaluation sets (validation, test, MNIST, FashionMNIST), stacked; the
+    # extraction records n_eval episodes per set
+    n_eval = summary.get("data", {}).get("n_eval")
+    n_stack = 4 * int(n_eval) if n_eval else len(arrays.get("panel_mean", ()))
+    for name in ("panel_mean", "paired_theory_mean", "paired_gp_mean"):
+        if name in arrays:
+            _finite(folder, name, arrays[name], (n_stack,))
+    scores = summary["panel"]["head_scores"]
+    if [len(h) for h in scores] != list(pruning.HEADS):
+        _bad(folder, f"head scores {scores} do not match the network's heads per layer {pruning.HEADS}")
     return summary
 
 
@@ -118,6 +232,19 @@ def _pruning_run(folder: Path, summary: dict, arrays: dict) -> dict:
         F = arrays.get(f"F_{s_name}")
         if F is None or F.shape != (n, int(np.prod(pruning.HEADS))):
             raise ValueError(f"{folder}/arrays.npz does not match its summary.json (set {s_name})")
+        _finite(folder, f"F_{s_name}", F)
+        y = _finite(folder, f"y_{s_name}", arrays.get(f"y_{s_name}", np.empty(0)), (n,))
+        if not np.isin(y, (-1.0, 1.0)).all():
+            _bad(folder, f"y_{s_name} holds targets other than -1 and +1")
+    heads = sorted(pruning.head_name(h) for h in pruning.ALL_HEADS)
+    for what, names in (
+        ("order", summary["order"]),
+        ("scores", list(summary["scores"])),
+        ("singles", list(summary["singles"])),
+    ):
+        if sorted(names) != heads:
+            _bad(folder, f"the {what} name the heads {names}, the network's are {heads}")
+    _accuracy(folder, "unpruned accuracy", list(summary["unpruned"].values()))
     return summary
 
 
@@ -138,6 +265,7 @@ def load_run(folder, experiment: str) -> dict | None:
     folder = Path(folder)
     if not (folder / SUMMARY).exists():
         return None
+    verify_files(folder)
     try:
         kind = load_json(folder / SUMMARY).get("experiment")
     except (OSError, ValueError, AttributeError) as err:
@@ -148,7 +276,7 @@ def load_run(folder, experiment: str) -> dict | None:
     summary, arrays = read(folder)
     try:
         return _ASSEMBLE[experiment](folder, summary, arrays)
-    except KeyError as err:
+    except (KeyError, TypeError, AttributeError) as err:
         raise ValueError(f"{experiment} run in {folder} is incomplete or corrupted ({err!r})") from None
 
 

@@ -33,6 +33,7 @@ import numpy as np
 from attention_paths import sampling
 from attention_paths.base import config
 from attention_paths.base.io import atomic_savez, atomic_write_json, load_npz
+from attention_paths.base.provenance import hardware
 from attention_paths.runs import results
 from attention_paths.runs.experiments import EXPERIMENTS
 from attention_paths.runs.pipeline import Stage, StageContext
@@ -456,6 +457,18 @@ def commit_member(out, name: str, data_dir=None) -> dict:
             tmp = dest / f".{f}.tmp"
             shutil.copyfile(out / f"{name}.{part}" / f, tmp)
             tmp.replace(dest / f)
+        if part != "train":  # the committed run's own record: the SHA-256 of the files committed
+            stage = results.read_record(out / f"{name}.{part}")
+            results.write_files_record(
+                dest,
+                {
+                    "command": f"python -m attention_paths ensemble --seeds ... --commit (stage {name}.{part})",
+                    "stage_key": stage["key"],
+                    "code": stage["provenance"],
+                    "wall_seconds": stage["wall_seconds"],
+                    "hardware": hardware(),
+                },
+            )
         done[part] = str(dest)
     resume = data / f"omniglot-{name}" / "resume.pt"
     if resume.exists():
