@@ -7,16 +7,36 @@ import json
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from attention_paths.base import config
 from attention_paths.runs.experiments import EXPERIMENTS, run_experiment
-from attention_paths.runs.pipeline import run_pipeline, status_table
+from attention_paths.runs.pipeline import ResultsFolderLocked, run_pipeline, status_table
 from attention_paths.runs.stages import commit_member, ensemble_members, ensemble_stages, reproduction_stages
 from attention_paths.tasks.omniglot.training import config_for, format_history, network_config, train
+from attention_paths.theory.solver import SolverError
+
+# A user's mistake (a bad argument, a damaged or missing file, a locked folder, a missing dataset, a run that
+# diverged) is reported in one line with exit status 2; anything else is a bug and shows its traceback, as
+# does every error under --debug.
+USER_ERRORS = (ValueError, OSError, ResultsFolderLocked, FloatingPointError, SolverError)
 
 
 def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return _main(args, parser)
+    except USER_ERRORS as err:
+        if args.debug:
+            raise
+        message = " ".join(str(err).split()) or type(err).__name__
+        print(f"{parser.prog}: error: {message} (--debug shows the traceback)", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m attention_paths", description=__doc__)
     parser.add_argument(
         "experiment",
@@ -29,6 +49,7 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--out", default=None, help="output folder (default: out/<experiment>-<scale>)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of every error")
     parser.add_argument(
         "--save-samples", action="store_true", help="also write every posterior-sampling run whole (large files)"
     )
@@ -131,7 +152,11 @@ def main(argv=None) -> int:
     rp.add_argument(
         "--retrain", action="store_true", help="reproduce: train the network even when a committed checkpoint exists"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _main(args, parser) -> int:
+    budget = _sampling_budget(args, parser)  # every argument is checked before anything is computed
     config.set_theory_device(args.device)
     # JAX starts on the first sampling call (attention_paths.sampling loads it lazily), after this
     config.expose_cpu_devices(args.cpu_devices or min(os.cpu_count() or 1, 8), jax_started="jax" in sys.modules)
@@ -157,7 +182,7 @@ def main(argv=None) -> int:
     if problem:
         parser.error(problem)
     if args.experiment in ("reproduce", "ensemble"):
-        return _reproduce(args, scale, out, parser)
+        return _reproduce(args, scale, out, parser, budget)
     if args.experiment == "omniglot-train":
         overrides = {} if args.seed is None else {"seed": args.seed}
         summary = train(
@@ -173,7 +198,6 @@ def main(argv=None) -> int:
         written = [f"{out}/{f}" for f in ("summary.json", "last.pt", "best.pt") if os.path.exists(os.path.join(out, f))]
         print(f"wrote {', '.join(written)}", file=sys.stderr)
         return 0
-    budget = _sampling_budget(args, parser)
     options = {
         "omniglot-theory": {"network": args.network, "sample": not args.no_sample, "budget": budget},
         "pruning": {"network": args.network},
@@ -238,7 +262,41 @@ def _sampling_budget(args, parser) -> dict | None:
         parser.error(f"--sampling must be CHAINS,WARMUP,SAMPLES (integers), got {args.sampling!r}")
     if len(budget) != 3 or len(args.sampling.split(",")) != 3:
         parser.error(f"--sampling must be CHAINS,WARMUP,SAMPLES, got {args.sampling!r}")
+    if budget["num_chains"] < 1 or budget["num_warmup"] < 1 or budget["num_samples"] < 2:
+        parser.error(f"--sampling {args.sampling}: need at least 1 chain, 1 warm-up step and 2 draws per chain")
     return budget | ({"kind": args.sampler} if args.sampler else {})
+
+
+SCHEDULER_TIMEOUT_S = 15
+
+
+def _connect(client_class, address: str):
+    """A Dask client of the scheduler at ``address``, or ``ConnectionError`` naming it within about
+    :data:`SCHEDULER_TIMEOUT_S` seconds (a closed port, a host that does not answer, or a server that is not a
+    Dask scheduler, which never completes the handshake)."""
+    box = {}
+
+    def connect():  # in a daemon thread: a server that accepts but never answers cannot hold the process
+        try:
+            box["client"] = client_class(address, timeout=SCHEDULER_TIMEOUT_S)
+        except BaseException as err:  # reported below, in the caller's thread
+            box["error"] = err
+
+    thread = threading.Thread(target=connect, daemon=True)
+    thread.start()
+    thread.join(SCHEDULER_TIMEOUT_S + 1)
+    if "client" in box:
+        return box["client"]
+    err = box.get("error")
+    what = (
+        f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"
+        if err is not None
+        else "the address accepted the connection but never completed Dask's handshake: not a Dask scheduler?"
+    )
+    raise ConnectionError(
+        f"no Dask scheduler answered at --scheduler {address} within {SCHEDULER_TIMEOUT_S} s ({what}); start "
+        "one with `dask scheduler`, or check the address"
+    )
 
 
 def _seeds(value: str | None, parser) -> tuple[int, ...] | None:
@@ -254,11 +312,10 @@ def _seeds(value: str | None, parser) -> tuple[int, ...] | None:
     return seeds
 
 
-def _reproduce(args, scale, out, parser) -> int:
+def _reproduce(args, scale, out, parser, budget) -> int:
     if args.experiment == "ensemble":
         stages = ensemble_stages(args.seeds, threads=args.threads)
     else:
-        budget = _sampling_budget(args, parser)
         stages = reproduction_stages(scale, network=args.network, retrain=args.retrain, sampling=budget)
     if args.status:
         print(status_table(stages, out))
@@ -270,7 +327,7 @@ def _reproduce(args, scale, out, parser) -> int:
         from distributed import Client, LocalCluster  # optional dependency (dask.distributed), only for clusters
 
         if args.scheduler:
-            client = Client(args.scheduler)
+            client = _connect(Client, args.scheduler)
         else:
             cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0")
             client = Client(cluster)
