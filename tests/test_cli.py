@@ -56,3 +56,89 @@ def test_cli_runs_as_a_module_and_reports_usage_errors(tmp_path):
         cwd=ROOT,
     )
     assert out.returncode == 2 and "names no stage" in out.stderr
+
+
+def _run(args, timeout=120, **env):
+    return subprocess.run(
+        [sys.executable, "-m", "attention_paths", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+        env={**os.environ, **env},
+    )
+
+
+@pytest.mark.parametrize("value", ["2,-5,10", "0,10,10", "2,10,1", "2,0,10"])
+def test_sampling_budget_is_checked_before_computing(tmp_path, capsys, value):
+    err = _error(capsys, ["omniglot-theory", "--sampling", value, "--out", str(tmp_path / "o")])
+    assert "need at least 1 chain, 1 warm-up step and 2 draws" in err
+    assert not any((tmp_path / "o").glob("*"))
+
+
+def test_network_and_seed_arguments(tmp_path, capsys):
+    assert "seed 42 is the network named 'paper'" in _error(capsys, ["pruning", "--network", "paper-seed42"])
+    assert "unknown network" in _error(capsys, ["pruning", "--network", "seed1"])
+    assert "--threads must be positive" in _error(capsys, ["omniglot-train", "--threads", "0", "--out", str(tmp_path)])
+    assert "distinct non-negative" in _error(capsys, ["ensemble", "--seeds", "1,1", "--out", str(tmp_path)])
+    assert "integers separated by commas" in _error(capsys, ["ensemble", "--seeds", "1,x", "--out", str(tmp_path)])
+
+
+def test_user_errors_are_one_line_without_a_traceback(tmp_path):
+    """Issue 24, group 6: a missing dataset, a bad switch or a locked folder is one line and exit status 2;
+    --debug shows the traceback."""
+    out = _run(
+        ["pruning", "--out", str(tmp_path / "p")],
+        ATTENTION_PATHS_DATA=str(tmp_path / "none"),
+        ATTENTION_PATHS_OFFLINE="1",
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    line = out.stderr.strip().splitlines()[-1]
+    assert line.startswith("python -m attention_paths: error:") and "ATTENTION_PATHS_DATA" in line
+    out = _run(["theory", "--out", str(tmp_path / "t")], ATTENTION_PATHS_QUIET="maybe")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and "ATTENTION_PATHS_QUIET='maybe'" in out.stderr
+    out = _run(["theory", "--debug", "--out", str(tmp_path / "t")], ATTENTION_PATHS_QUIET="maybe")
+    assert out.returncode != 0 and "Traceback" in out.stderr
+
+
+@pytest.mark.slow
+def test_a_scheduler_address_that_is_no_scheduler_fails_within_seconds(tmp_path):
+    """Issue 24, group 6: --scheduler at a closed port, or at a server that never completes Dask's handshake,
+    fails in about 15 s naming the address."""
+    import socket
+    import threading
+    import time
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    port = srv.getsockname()[1]
+    held = []
+    stop = threading.Event()
+
+    def accept():  # accept and keep connections open, never answering (like an HTTP server waiting)
+        srv.settimeout(0.5)
+        while not stop.is_set():
+            try:
+                held.append(srv.accept()[0])
+            except OSError:
+                pass
+
+    threading.Thread(target=accept, daemon=True).start()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]  # bound, never listening: connections are refused
+        try:
+            for p, what in ((port, "never completed Dask's handshake"), (closed, "tcp://127.0.0.1")):
+                t0 = time.perf_counter()
+                out = _run(
+                    ["reproduce", "--scheduler", f"tcp://127.0.0.1:{p}", "--only", "data", "--out", str(tmp_path)]
+                )
+                assert time.perf_counter() - t0 < 60
+                assert out.returncode == 2 and f"tcp://127.0.0.1:{p}" in out.stderr and what in out.stderr
+                assert "Traceback" not in out.stderr
+        finally:
+            stop.set()
+            for c in held:
+                c.close()
+            srv.close()
