@@ -51,42 +51,80 @@ def cache_dir(build_root) -> Path:
     return Path(build_root) / "_build" / ".jupyter_cache"
 
 
+def _remove(path: Path) -> None:
+    """Remove a cache entry whatever it is (a folder, or a file where the folder should be)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def _read_stamp(stamp: Path) -> str | None:
+    """The recorded state, or ``None`` when there is none or it is not a state (binary bytes, garbage)."""
+    try:
+        text = stamp.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else None
+
+
+def _drop_always_rerun(cache: Path) -> list[str]:
+    """Remove the always-rerun pages from a jupyter-cache database; any failure to read it raises."""
+    from jupyter_cache import get_cache
+
+    if not cache.is_dir():
+        raise NotADirectoryError(f"{cache} is not a folder")
+    dropped = []
+    jc = get_cache(str(cache))
+    for rec in jc.list_cache_records():
+        if Path(rec.uri).name in ALWAYS_RERUN:
+            jc.remove_cache(rec.pk)
+            dropped.append(Path(rec.uri).name)
+    return dropped
+
+
 def prepare(build_root, root: Path = ROOT, environ=None) -> dict:
-    """Clear the cache when :func:`state` changed, drop the always-rerun pages; returns what was done."""
+    """Clear the cache when :func:`state` changed, drop the always-rerun pages; returns what was done.
+
+    A damaged cache (its path a file, an unreadable state file, a database holding garbage or nothing) is
+    cleared with a note (``"damaged"``) and the book rebuilds from scratch."""
     cache = cache_dir(build_root)
     stamp = Path(build_root) / "_build" / ".book_cache_state"
     new = state(root, environ)
-    old = stamp.read_text().strip() if stamp.exists() else None
-    cleared = cache.exists() and old != new
+    old = _read_stamp(stamp)
+    damaged = None
+    if stamp.exists() and old is None:
+        damaged = f"the state file {stamp} is unreadable"
+    present = cache.exists() or cache.is_symlink()
+    cleared = present and old != new
     if cleared:
-        shutil.rmtree(cache)
+        _remove(cache)
     dropped = []
     if cache.exists():
-        from jupyter_cache import get_cache
-
-        jc = get_cache(str(cache))
-        for rec in jc.list_cache_records():
-            if Path(rec.uri).name in ALWAYS_RERUN:
-                jc.remove_cache(rec.pk)
-                dropped.append(Path(rec.uri).name)
+        try:
+            dropped = _drop_always_rerun(cache)
+        except Exception as err:  # a damaged database: jupyter-cache and sqlalchemy raise many kinds
+            damaged = f"the execution cache {cache} is damaged ({type(err).__name__})"
+            _remove(cache)
+            cleared = True
     stamp.parent.mkdir(parents=True, exist_ok=True)
+    if stamp.is_dir():
+        shutil.rmtree(stamp)
     tmp = stamp.with_suffix(".tmp")
     tmp.write_text(new + "\n")
     os.replace(tmp, stamp)
-    return {
-        "cleared": cleared,
-        "reason": "first build" if old is None else ("inputs changed" if cleared else "unchanged"),
-        "dropped": dropped,
-    }
+    reason = "first build" if not present and damaged is None else ("inputs changed" if cleared else "unchanged")
+    return {"cleared": cleared, "reason": damaged or reason, "dropped": dropped, "damaged": damaged}
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     done = prepare(sys.argv[1])
-    what = (
-        "cleared the execution cache (the package, data/ or REPRO_* changed)"
-        if done["cleared"]
-        else f"execution cache kept ({done['reason']})"
-    )
+    if done["damaged"]:
+        what = f"{done['damaged']}: cleared it, every chapter re-executes"
+    elif done["cleared"]:
+        what = "cleared the execution cache (the package, data/ or REPRO_* changed)"
+    else:
+        what = f"execution cache kept ({done['reason']})"
     print(f"== {what}; re-executing {', '.join(ALWAYS_RERUN)}")

@@ -58,7 +58,7 @@ def test_cache_kept_when_nothing_changed_cleared_when_lib_changes(project, tmp_p
     build = tmp_path / "out"
     env = {"REPRO_SCALE": "quick"}
     first = book_cache.prepare(build, project, env)
-    assert first == {"cleared": False, "reason": "first build", "dropped": []}
+    assert first == {"cleared": False, "reason": "first build", "dropped": [], "damaged": None}
     jc = _fill_cache(build, ["theory.md", "hmc.md", "figure_map.md"])
     assert len(jc.list_cache_records()) == 3
     again = book_cache.prepare(build, project, env)  # nothing changed: chapters stay cached, the map re-runs
@@ -77,3 +77,43 @@ def test_the_book_is_configured_for_the_cache():
     cfg = (ROOT / "_config.yml").read_text()
     assert "execute_notebooks: cache" in cfg
     assert "_ext/book_cache.py $(BUILD_ROOT)" in (ROOT / "Makefile").read_text()
+
+
+def _cache_a_file(build):
+    c = book_cache.cache_dir(build)
+    c.parent.mkdir(parents=True, exist_ok=True)
+    c.write_text("not a folder")
+
+
+def _binary_state(build):
+    _fill_cache(build, ["theory.md"])
+    (build / "_build" / ".book_cache_state").write_bytes(b"\x89\xff\x00binary")
+
+
+def _garbage_db(build):
+    _fill_cache(build, ["theory.md"])
+    for db in book_cache.cache_dir(build).glob("*.db"):
+        db.write_bytes(b"garbage " * 100)
+
+
+def _empty_db(build):
+    _fill_cache(build, ["theory.md"])
+    for db in book_cache.cache_dir(build).glob("*.db"):
+        db.write_bytes(b"")
+
+
+@pytest.mark.parametrize("damage", [_cache_a_file, _binary_state, _garbage_db, _empty_db])
+def test_a_damaged_cache_is_cleared_with_a_note(project, tmp_path, damage):
+    """Issue 24, group 7: each damage clears the cache with a one-line note, and the next build starts clean."""
+    build = tmp_path / "out"
+    env = {"REPRO_SCALE": "quick"}
+    book_cache.prepare(build, project, env)
+    damage(build)
+    done = book_cache.prepare(build, project, env)
+    assert done["damaged"] and done["cleared"] or not book_cache.cache_dir(build).exists()
+    assert not book_cache.cache_dir(build).exists()
+    assert done["damaged"] and ("damaged" in done["damaged"] or "unreadable" in done["damaged"])
+    again = book_cache.prepare(build, project, env)
+    assert again["damaged"] is None and not again["cleared"]
+    _fill_cache(build, ["theory.md"])  # a fresh cache works
+    assert book_cache.prepare(build, project, env)["reason"] == "unchanged"
