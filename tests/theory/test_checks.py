@@ -16,13 +16,14 @@ def problem():
     return X, y, ap.Architecture.uniform((2, 2), 10)
 
 
-def test_overflowing_features_do_not_converge(problem):
+def test_overflowing_features_are_named_as_the_cause(problem):
+    """Features x 1e160 overflow the kernels: an input error naming the features' scale (issue 24, group 4),
+    raised even when the solver is asked not to raise on a failure to converge."""
     X, y, arch = problem
     with np.errstate(over="ignore", invalid="ignore"):
-        with pytest.raises(ap.SolverError, match="not finite"):
-            ap.solve(ap.Action(ap.PathKernel(X * 1e160), y, 0.5, arch))
-        res = ap.solve(ap.Action(ap.PathKernel(X * 1e160), y, 0.5, arch), raise_on_failure=False)
-    assert not res.converged and "not finite" in res.message
+        for kwargs in ({}, {"raise_on_failure": False}):
+            with pytest.raises(FloatingPointError, match="features' scale .* overflows"):
+                ap.solve(ap.Action(ap.PathKernel(X * 1e160), y, 0.5, arch), **kwargs)
 
 
 def test_extreme_width_and_init_are_named(problem):
@@ -94,7 +95,7 @@ def test_samplers_check_test_inputs_and_saved_metadata(problem, tmp_path):
     X, y, arch = problem
     bad = X[:5].copy()
     bad[0, 0, 0] = np.nan
-    cfg = sampling.SamplerConfig(num_warmup=1, num_samples=1, num_chains=1)
+    cfg = sampling.SamplerConfig(num_warmup=1, num_samples=2, num_chains=1)
     with pytest.raises(ValueError, match="test features contain non-finite"):
         sampling.sample_rao_blackwell(X, y, 0.5, arch, bad, config=cfg)
     with pytest.raises(ValueError, match="test path inputs contain non-finite"):
@@ -111,3 +112,62 @@ def test_samplers_check_test_inputs_and_saved_metadata(problem, tmp_path):
     )
     with pytest.raises(ValueError, match="incomplete.*settings"):
         sampling.load_samples(tmp_path / "s.npz")
+
+
+def test_features_carry_their_layout_and_a_mismatch_is_refused():
+    """Issue 24, group 4: (2, 2)-path features with a (4,)-head architecture were accepted (4 paths either
+    way); the features now carry their heads per layer, through slices and pickling."""
+    import pickle
+
+    from helpers import random_instance
+
+    _, y, _, _, feats = random_instance(heads=(2, 2), P=12)
+    assert feats.heads == (2, 2) and feats[:5].heads == (2, 2) and pickle.loads(pickle.dumps(feats)).heads == (2, 2)
+    assert type(feats * 2) is np.ndarray and type(feats.sum()) is np.float64  # computed results are plain
+    with pytest.raises(ValueError, match=r"heads per layer \(2, 2\), the architecture \(4,\)"):
+        ap.Action(ap.PathKernel(feats), y, 0.5, ap.Architecture.uniform((4,), N=10))
+    ap.Action(ap.PathKernel(feats), y, 0.5, ap.Architecture.uniform((2, 2), N=10))
+    ap.Action(ap.PathKernel(np.asarray(feats)), y, 0.5, ap.Architecture.uniform((4,), N=10))  # layout unknown
+    with pytest.raises(ValueError, match="cannot have heads"):
+        ap.theory.paths.PathFeatures(np.ones((2, 3, 4)), (3, 2))
+
+
+@pytest.mark.parametrize("heads", ["22", b"22", 4])
+def test_heads_as_a_string_are_refused(heads):
+    with pytest.raises(ValueError, match="heads must be"):
+        ap.Architecture.uniform(heads, N=10)
+    with pytest.raises(ValueError, match="heads must be"):
+        ap.Architecture(heads, (10.0, 10.0, 10.0), (1.0, 1.0, 1.0))
+
+
+def test_training_targets_in_zero_one_warn_and_unknown_variances_raise():
+    from helpers import random_instance
+
+    _, y, _, _, feats = random_instance(heads=(2, 2), P=12)
+    with pytest.warns(UserWarning, match="0/1"):
+        ap.predict(np.eye(4), feats, (y + 1) / 2, 0.5, feats)
+    pred = ap.predict(np.eye(4), feats, y, 0.5, feats, return_var=False)
+    with pytest.raises(ValueError, match="variance was not computed"):
+        pred.generalization_error(y)
+    full = ap.predict(np.eye(4), feats, y, 0.5, feats)
+    assert np.isfinite(full.generalization_error(y))
+
+
+def test_features_that_overflow_the_kernels_are_named_as_the_cause():
+    from helpers import random_instance
+
+    _, y, _, _, feats = random_instance(heads=(2, 2), P=12)
+    big = np.asarray(feats) * 1e160
+    with np.errstate(over="ignore", invalid="ignore"):
+        with pytest.raises(FloatingPointError, match="features' scale .* overflows"):
+            ap.solve(ap.Action(ap.PathKernel(big), y, 0.5, ap.Architecture.uniform((2, 2), N=10)))
+        with pytest.raises(FloatingPointError, match="features' scale .* overflows"):
+            ap.predict(np.eye(4), big, y, 0.5, big)
+
+
+def test_a_sampler_needs_two_draws_per_chain():
+    from attention_paths import sampling
+
+    with pytest.raises(ValueError, match="num_samples >= 2"):
+        sampling.SamplerConfig(num_chains=1, num_samples=1)
+    sampling.SamplerConfig(num_chains=1, num_samples=2)

@@ -23,7 +23,7 @@ class SamplerConfig:
     Attributes
     ----------
     num_warmup, num_samples : warm-up (adaptation) steps and kept samples per chain
-    num_chains : independent chains
+    num_chains : independent chains (R-hat needs two or more; with one it is reported as NaN, "not computed")
     seed : PRNG seed (runs with equal settings are bit-for-bit reproducible on one machine)
     chain_method : ``'sequential'`` (robust on CPU), ``'vectorized'`` (one device, batched) or ``'parallel'``
     target_accept : dual-averaging target acceptance probability
@@ -42,8 +42,11 @@ class SamplerConfig:
     max_tree_depth: int | None = None
 
     def __post_init__(self):
-        if self.num_samples < 1 or self.num_chains < 1 or self.num_warmup < 0:
-            raise ValueError(f"need num_samples >= 1, num_chains >= 1 and num_warmup >= 0; got {self}")
+        if self.num_samples < 2 or self.num_chains < 1 or self.num_warmup < 0:
+            raise ValueError(
+                f"need num_samples >= 2 (variances and Monte Carlo errors need two draws per chain), num_chains >= 1 "
+                f"and num_warmup >= 0; got {self}"
+            )
         if self.chain_method not in ("sequential", "vectorized", "parallel"):
             raise ValueError(f"chain_method must be sequential, vectorized or parallel, got {self.chain_method!r}")
         if self.max_tree_depth is not None and self.max_tree_depth < 1:

@@ -14,7 +14,7 @@ from scipy import linalg
 from scipy.linalg import lapack
 
 from attention_paths.theory.architecture import Architecture
-from attention_paths.theory.checks import check_order_parameter, check_targets, check_tau
+from attention_paths.theory.checks import check_kernel_finite, check_order_parameter, check_targets, check_tau
 from attention_paths.theory.kernels import PathKernel
 
 __all__ = ["Action", "Packing", "partial_trace", "closed_form_ua", "NotPositiveDefiniteError"]
@@ -130,6 +130,12 @@ class Action:
             )
         if arch.n_paths != kernel.n_paths:
             raise ValueError(f"architecture has {arch.n_paths} paths but the kernel has {kernel.n_paths}")
+        if getattr(kernel, "heads", None) is not None and tuple(kernel.heads) != arch.heads:
+            raise ValueError(
+                f"the features' paths have heads per layer {tuple(kernel.heads)}, the architecture {arch.heads}: "
+                "the same number of paths in another layout; use Architecture.uniform"
+                f"({tuple(kernel.heads)}, N)"
+            )
         self.kernel, self.y, self.tau, self.arch = kernel, y, tau, arch
         self.packing = Packing(arch.dims)
 
@@ -158,6 +164,8 @@ class Action:
         Returns ``(S_E, G)`` with ``G`` of shape [Pi, Pi] (``None`` if ``grad`` is False).
         """
         K = self.kernel.kernel(U1)
+        if not np.isfinite(K).all():
+            check_kernel_finite(K, self.kernel.X, U1)
         K[np.diag_indices_from(K)] += self.tau
         try:
             c = linalg.cho_factor(K, lower=True, check_finite=False)

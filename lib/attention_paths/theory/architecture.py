@@ -30,7 +30,7 @@ class Architecture:
         for name in ("heads", "widths", "sigma2"):
             if isinstance(getattr(self, name), (str, bytes)) or not hasattr(getattr(self, name), "__len__"):
                 raise ValueError(f"{name} must be a sequence with one entry per layer, got {getattr(self, name)!r}")
-        if any(isinstance(h, bool) or not float(h).is_integer() for h in self.heads):
+        if any(isinstance(h, (bool, str, bytes)) or not float(h).is_integer() for h in self.heads):
             raise ValueError(f"heads must be whole numbers, one per layer; got {self.heads}")
         heads = tuple(int(h) for h in self.heads)
         widths = tuple(float(n) for n in self.widths)
@@ -51,6 +51,8 @@ class Architecture:
     @classmethod
     def uniform(cls, heads: Sequence[int], N: float, sigma2: float = 1.0) -> "Architecture":
         """All hidden widths equal to ``N`` and all variances equal to ``sigma2`` (the experiments' setting)."""
+        if isinstance(heads, (str, bytes)) or not hasattr(heads, "__len__"):
+            raise ValueError(f"heads must be a sequence of head counts such as (2, 2), got {heads!r}")
         L = len(heads)
         return cls(tuple(heads), (N,) * (L + 1), (sigma2,) * (L + 1))
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 
 __all__ = [
+    "check_kernel_finite",
     "check_targets",
     "check_tau",
     "check_features",
@@ -79,8 +82,23 @@ def check_tolerance(tol, name: str = "tol") -> float:
     return check_positive(tol, name)
 
 
+def check_kernel_finite(K, features, U=None) -> np.ndarray:
+    """``K`` itself when all its entries are finite; else ``FloatingPointError`` naming the cause: the
+    features' scale overflows the kernels (or, with finite features products, ``U``'s)."""
+    K = np.asarray(K)
+    if np.isfinite(K).all():
+        return K
+    big = float(np.abs(np.asarray(features)).max())
+    u = "" if U is None else f", largest |U| entry {float(np.abs(np.asarray(U)).max()):.3g}"
+    raise FloatingPointError(
+        f"the kernel has non-finite entries: the features' scale (largest |feature| {big:.3g}{u}) overflows "
+        "products of features in float64; rescale the features (e.g. divide the inputs by their norm)"
+    )
+
+
 def check_targets(y, P: int) -> np.ndarray:
-    """Training targets as a float64 vector of length ``P`` with finite entries."""
+    """Training targets as a float64 vector of length ``P`` with finite entries; 0/1 targets (the labels of
+    a ±1 problem written the other way) give a warning, since the theory's classifiers take ±1."""
     if np.iscomplexobj(y):
         raise ValueError("targets are complex; they must be real")
     y = np.asarray(y, dtype=np.float64)
@@ -90,6 +108,13 @@ def check_targets(y, P: int) -> np.ndarray:
         raise ValueError(f"targets must have shape [P={P}], got {y.shape}")
     if not np.isfinite(y).all():
         raise ValueError("targets contain non-finite values")
+    if set(np.unique(y)) == {0.0, 1.0}:
+        warnings.warn(
+            "training targets are 0/1; the theory's classification convention is ±1 (the accuracy compares the "
+            "sign of the predictor with the label): convert them with y = 2 y - 1",
+            UserWarning,
+            stacklevel=3,
+        )
     return y
 
 

@@ -100,6 +100,7 @@ class PathKernel:
     def __init__(
         self, features, mode: str = "auto", max_gram_bytes: float = DEFAULT_GRAM_BYTES, device: str | None = None
     ):
+        self.heads = getattr(features, "heads", None)  # the paths' layout, when the features carry it
         X = check_features(features)
         self.X = np.ascontiguousarray(X)
         self.P, self.N0, self.n_paths = X.shape

@@ -17,6 +17,7 @@ from attention_paths.theory.attention import AttentionLayer, as_tensor
 from attention_paths.theory.checks import check_heads
 
 __all__ = [
+    "PathFeatures",
     "n_paths",
     "path_list",
     "path_index",
@@ -81,6 +82,43 @@ def path_vectors(omegas: Sequence[torch.Tensor], r) -> torch.Tensor:
     return v
 
 
+class PathFeatures(np.ndarray):
+    """Path features that know their layout: a float64 array [P, N0, Pi] whose ``heads`` attribute is the
+    heads per layer of the paths (``None``: unknown), so that an architecture with another layout and the
+    same number of paths is refused (:class:`~attention_paths.theory.action.Action`).  Slices, reshapes and
+    copies keep the layout; arithmetic and reductions give plain arrays."""
+
+    heads: tuple[int, ...] | None
+
+    def __new__(cls, array, heads=None):
+        obj = np.asarray(array, dtype=np.float64).view(cls)
+        obj.heads = None if heads is None else tuple(int(h) for h in heads)
+        if obj.heads is not None and obj.ndim == 3 and int(np.prod(obj.heads)) != obj.shape[2]:
+            raise ValueError(f"features of {obj.shape[2]} paths cannot have heads {obj.heads}")
+        return obj
+
+    def __array_finalize__(self, obj):
+        self.heads = getattr(obj, "heads", None)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):  # computed results are plain arrays
+        inputs = tuple(i.view(np.ndarray) if isinstance(i, PathFeatures) else i for i in inputs)
+        if "out" in kwargs:
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, PathFeatures) else o for o in kwargs["out"])
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __reduce__(self):  # pickling keeps the layout
+        base = super().__reduce__()
+        return (_rebuild_features, (base, self.heads))
+
+
+def _rebuild_features(base, heads):
+    fn, args, state = base
+    arr = fn(*args)
+    arr.__setstate__(state)
+    arr.heads = heads
+    return arr
+
+
 def path_inputs(x, layers: Sequence[AttentionLayer], r) -> torch.Tensor:
     """Path-processed inputs ``xi^pi(x) = x omega^pi(x)`` (spec T§3.3).
 
@@ -97,7 +135,9 @@ def path_inputs(x, layers: Sequence[AttentionLayer], r) -> torch.Tensor:
     x = as_tensor(x)
     omegas = [layer.attention(x) for layer in layers]
     omega = path_vectors(omegas, r)
-    return torch.einsum("pit,pat->pai", x, omega)
+    out = torch.einsum("pit,pat->pai", x, omega)
+    out.heads = tuple(int(o.shape[1]) for o in omegas)  # the layout, read by path_features
+    return out
 
 
 def path_features(xi, sigma0_2: float = 1.0) -> np.ndarray:
@@ -112,10 +152,12 @@ def path_features(xi, sigma0_2: float = 1.0) -> np.ndarray:
 
     Returns
     -------
-    numpy.ndarray (float64), shape [P, N0, Pi]
+    :class:`PathFeatures` (float64), shape [P, N0, Pi], with the heads per layer when ``xi`` carries them
+    (``path_inputs`` output)
     """
     if sigma0_2 <= 0:
         raise ValueError(f"sigma0_2 must be positive, got {sigma0_2}")
+    heads = getattr(xi, "heads", None)
     xi = xi.detach().cpu().numpy() if isinstance(xi, torch.Tensor) else np.asarray(xi)
     xi = np.asarray(xi, dtype=np.float64)
     if xi.ndim != 3:
@@ -123,4 +165,4 @@ def path_features(xi, sigma0_2: float = 1.0) -> np.ndarray:
     if not np.isfinite(xi).all():
         raise ValueError("path inputs contain non-finite values")
     _, Pi, N0 = xi.shape
-    return np.ascontiguousarray(np.sqrt(sigma0_2 / (N0 * Pi)) * xi.transpose(0, 2, 1))
+    return PathFeatures(np.ascontiguousarray(np.sqrt(sigma0_2 / (N0 * Pi)) * xi.transpose(0, 2, 1)), heads)

@@ -13,6 +13,7 @@ from scipy import linalg
 
 from attention_paths.theory.checks import (
     check_features,
+    check_kernel_finite,
     check_labels,
     check_order_parameter,
     check_psd,
@@ -43,6 +44,11 @@ class Prediction:
         return accuracy(self.mean, y)
 
     def generalization_error(self, y) -> float:
+        if np.isnan(self.var).all() and self.var.size:
+            raise ValueError(
+                "the predictive variance was not computed (predict(..., return_var=False)); the generalisation "
+                "error needs it: call predict with return_var=True"
+            )
         return generalization_error(self.mean, self.var, y)
 
 
@@ -71,7 +77,7 @@ def predict(U, train_features, y, tau: float, test_features, *, return_var: bool
     check_psd(U)
     y = check_targets(y, Xtr.shape[0])
     tau = check_tau(tau)
-    K = renormalized_kernel(U, Xtr)
+    K = check_kernel_finite(renormalized_kernel(U, Xtr), Xtr)
     K[np.diag_indices_from(K)] += tau
     c = linalg.cho_factor(K, lower=True)
     alpha = linalg.cho_solve(c, y)
