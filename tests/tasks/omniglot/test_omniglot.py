@@ -98,6 +98,16 @@ def test_split_cache_is_reused_and_rebuilt_when_damaged(tmp_path):
     c = om.load_split("val", cache_dir=tmp_path)
     np.testing.assert_array_equal(a.images, c.images)
     assert not list(tmp_path.glob(".*.tmp"))  # no half-written files left behind
+    # issue 24, group 5: one blank image written into the cache, its checksum field kept: rebuilt, not used
+    with np.load(cache) as f:
+        fields = {k: f[k] for k in f.files}
+    fields["images"] = fields["images"].copy()
+    fields["images"][3, 7] = 0
+    np.savez(cache, **fields)
+    d = om.load_split("val", cache_dir=tmp_path)
+    np.testing.assert_array_equal(a.images, d.images)
+    with np.load(cache) as f:
+        np.testing.assert_array_equal(f["images"], a.images)  # and the cache itself is mended
 
 
 def test_missing_datasets_name_the_variable(tmp_path, monkeypatch):
@@ -148,6 +158,13 @@ def test_ood_raw_files_offline_layout_md5_and_damage(tmp_path, monkeypatch, name
     # the .gz back: the truncated IDX file is replaced by a fresh unpack
     labels.write_bytes(good)
     assert len(om.load_ood(name, root=tmp_path)["test"]) == n0 + n1
+    # issue 24, group 5: a same-size edit of the unpacked label file (every label set to 1) is not read: the
+    # IDX file is rewritten from its verified .gz
+    data = bytearray(idx.read_bytes())
+    data[8:] = bytes([1]) * (len(data) - 8)
+    idx.write_bytes(bytes(data))
+    again = om.load_ood(name, root=tmp_path)
+    assert len(again["test"]) == n0 + n1 and int((again["test_labels"] == 0).sum()) == n0
 
 
 def test_damaged_omniglot_png_is_named(tmp_path):

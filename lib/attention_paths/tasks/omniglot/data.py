@@ -99,8 +99,9 @@ def _idx_intact(path: Path) -> bool:
 def _verify_and_unpack(cls, raw: Path) -> None:
     """Check the raw MNIST-format files of torchvision dataset ``cls`` under ``raw`` and unpack them offline.
 
-    A ``.gz`` file must have torchvision's published MD5 and is unpacked (atomically) when its IDX file is
-    missing or truncated; an IDX file without its ``.gz`` must at least match its own header.  Damage raises
+    A ``.gz`` file must have torchvision's published MD5, and its IDX file is (re)written from it (atomically)
+    whenever it is missing or differs from the verified ``.gz``'s content, so that what torchvision reads is
+    what was verified; an IDX file without its ``.gz`` must at least match its own header.  Damage raises
     :class:`DatasetDamagedError` naming the file; missing files are left to torchvision (download or error).
     """
     for filename, md5 in cls.resources:
@@ -112,11 +113,11 @@ def _verify_and_unpack(cls, raw: Path) -> None:
                     f"{gz} is damaged: its MD5 is {digest}, torchvision's {cls.__name__} file has {md5}; "
                     "replace it with the official file (or delete it to download it again)"
                 )
-            if not (idx.exists() and _idx_intact(idx)):
-                try:
-                    data = gzip.decompress(gz.read_bytes())
-                except (OSError, EOFError, gzip.BadGzipFile) as err:
-                    raise DatasetDamagedError(f"{gz} cannot be unpacked ({err})") from None
+            try:
+                data = gzip.decompress(gz.read_bytes())
+            except (OSError, EOFError, gzip.BadGzipFile) as err:
+                raise DatasetDamagedError(f"{gz} cannot be unpacked ({err})") from None
+            if not (idx.exists() and idx.stat().st_size == len(data) and idx.read_bytes() == data):
                 atomic_write(idx, lambda fh: fh.write(data))
         elif idx.exists() and not _idx_intact(idx):
             raise DatasetDamagedError(
@@ -254,9 +255,12 @@ def load_split(
     if path.exists():
         try:
             with np.load(path, allow_pickle=False) as f:
-                if str(f["checksum"]) == checksum:
-                    return OmniglotSplit(split, f["images"], chars, checksum)
-        except Exception:  # damaged cache: rebuild below
+                images = f["images"]
+                # the source files' checksum, and the content against its own digest (a cache whose images were
+                # edited with the checksum field kept is rebuilt)
+                if str(f["checksum"]) == checksum and str(f["images_sha256"]) == _array_sha256(images):
+                    return OmniglotSplit(split, images, chars, checksum)
+        except Exception:  # damaged or older cache: rebuild below
             pass
 
     def prep(f, data):
@@ -270,8 +274,24 @@ def load_split(
 
     images = np.stack([np.stack([prep(f, d) for f, d in row]) for row in contents])
     names = np.array(["/".join(c) for c in chars])
-    atomic_write(path, lambda fh: np.savez(fh, images=images, checksum=np.array(checksum), characters=names))
+    atomic_write(
+        path,
+        lambda fh: np.savez(
+            fh,
+            images=images,
+            checksum=np.array(checksum),
+            images_sha256=np.array(_array_sha256(images)),
+            characters=names,
+        ),
+    )
     return OmniglotSplit(split, images, chars, checksum)
+
+
+def _array_sha256(a: np.ndarray) -> str:
+    """SHA-256 of an array's shape, dtype and bytes."""
+    h = hashlib.sha256(f"{a.shape}|{a.dtype.str}|".encode())
+    h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
 
 
 # ------------------------------------------------------------------------------------------ OOD sets
