@@ -105,3 +105,46 @@ def test_load_members_reads_complete_commits_and_refuses_partial_ones(tmp_path):
     q.write_text(json.dumps(s))
     with pytest.raises(ValueError, match="computed on another network"):
         ensemble_runs.load_members(data_dir=data)
+
+
+def test_a_resumable_state_is_committed_and_reported(tmp_path, monkeypatch):
+    """An unfinished member: its last.pt saved as data/omniglot-<name>/resume.pt with its progress; the status
+    says how far it has come, the train stage's resume_state finds it, and a run of other settings is refused."""
+    import dataclasses
+
+    import torch
+
+    from attention_paths.tasks.omniglot import training as tr
+    from attention_paths.tasks.omniglot.model import InContextTransformer
+
+    run = tmp_path / "run"
+    run.mkdir()
+    cfg = tr.network_config("paper-seed3")
+    net = InContextTransformer(seed=3)
+    opt = torch.optim.Adam(net.parameters())
+    history = [{"step": 1000, "train_loss": 1.0, "seconds": 300.0, "val": {"accuracy": 60.0, "n": 10}}]
+    state = {
+        "config": dataclasses.asdict(cfg),
+        "model": net.state_dict(),
+        "optimizer": opt.state_dict(),
+        "rng_state": {},
+        "step": 1000,
+        "history": history,
+        "best": history[0],
+        "seconds": 300.0,
+    }
+    tr._atomic_torch_save(state, run / "last.pt")
+    data = tmp_path / "data"
+    path = ensemble_runs.save_resume_state(run, "paper-seed3", data_dir=data)
+    assert path == data / "omniglot-paper-seed3" / "resume.pt" and path.read_bytes() == (run / "last.pt").read_bytes()
+    status = {e["seed"]: e for e in ensemble_runs.training_status(data_dir=data)}
+    assert status[3]["state"] == "training" and (status[3]["steps_done"], status[3]["steps"]) == (1000, 41_240)
+    assert "seed  3 (paper-seed3): training (1,000 of 41,240 steps" in ensemble_runs.format_status(
+        list(status.values())
+    )
+    assert (
+        tr.resume_state("paper-seed3", data_dir=data) == path and tr.resume_state("paper-seed4", data_dir=data) is None
+    )
+    assert ensemble_runs.load_members(data_dir=data) == []  # not a member until committed whole
+    with pytest.raises(ValueError, match="not a run of network paper-seed2"):
+        ensemble_runs.save_resume_state(run, "paper-seed2", data_dir=data)
