@@ -103,6 +103,9 @@ def test_load_members_reads_complete_commits_and_refuses_partial_ones(tmp_path):
     s = json.loads(q.read_text())
     s["network_record"]["sha256"] = "0" * 64
     q.write_text(json.dumps(s))
+    with pytest.raises(ValueError, match="summary.json does not match the SHA-256"):
+        ensemble_runs.load_members(data_dir=data)
+    results.write_files_record(q.parent)  # consistently edited: the network's SHA-256 still tells
     with pytest.raises(ValueError, match="computed on another network"):
         ensemble_runs.load_members(data_dir=data)
 

@@ -369,8 +369,12 @@ def test_short_training_run_lowers_the_loss(tmp_path):
     with pytest.raises(ValueError, match="other settings"):
         tr.train(tr.TrainConfig(d_model=32, d_qk=16, steps=60, eval_every=30), tmp_path, progress=False)
     exported = tr.export_checkpoint(tmp_path, tmp_path / "data" / "omniglot-quick")
-    net2, rec2 = tr.load_network("quick", train_if_missing=False, data_dir=tmp_path / "data")
-    assert rec2["sha256"] == exported["exported"]["sha256"] and rec2["steps_done"] == 60
+    # a small network exported under the quick network's name is not the quick network (issue 24)
+    with pytest.raises(ValueError, match="named network 'quick'.*another configuration"):
+        tr.load_network("quick", train_if_missing=False, data_dir=tmp_path / "data")
+    net2, rec2 = tr.load_trained(tmp_path / "data" / "omniglot-quick" / "model.pt")
+    assert tr.checkpoint_sha256(tmp_path / "data" / "omniglot-quick" / "model.pt") == exported["exported"]["sha256"]
+    assert rec2["step"] == 60 and exported["steps_done"] == 60
     for p1, p2 in zip(net.parameters(), net2.parameters()):
         assert torch.equal(p1, p2)
     with open(tmp_path / "data" / "omniglot-quick" / "model.pt", "ab") as fh:
