@@ -142,9 +142,9 @@ def test_a_resumable_state_is_committed_and_reported(tmp_path, monkeypatch):
     assert path == data / "omniglot-paper-seed3" / "resume.pt" and path.read_bytes() == (run / "last.pt").read_bytes()
     status = {e["seed"]: e for e in ensemble_runs.training_status(data_dir=data)}
     assert status[3]["state"] == "training" and (status[3]["steps_done"], status[3]["steps"]) == (1000, 41_240)
-    assert "seed  3 (paper-seed3): training (1,000 of 41,240 steps" in ensemble_runs.format_status(
-        list(status.values())
-    )
+    text = ensemble_runs.format_status(list(status.values()))
+    assert "seed  3 (paper-seed3): training: 1,000 of 41,240 steps (resumable)" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
     assert (
         tr.resume_state("paper-seed3", data_dir=data) == path and tr.resume_state("paper-seed4", data_dir=data) is None
     )

@@ -136,10 +136,10 @@ def format_status(status: list[dict]) -> str:
     for e in status:
         what = e["state"]
         if what == "training":
-            what += f" ({e['steps_done']:,} of {e['steps']:,} steps, resumable state committed)"
+            what += f": {e['steps_done']:,} of {e['steps']:,} steps (resumable)"
         elif what == "committed":
-            what += f" ({steps:,} steps, theory and pruning committed)"
+            what += f": {steps:,} steps, with theory and pruning"
         elif what == "trained":
-            what += f" ({steps:,} steps; theory and pruning not yet committed)"
+            what += f": {steps:,} steps, theory and pruning to come"
         lines.append(f"seed {e['seed']:>2} ({e['name']}): {what}")
     return "\n".join(lines)
