@@ -12,8 +12,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "lib" / "attention_paths"
 # layer of each subpackage (a module may import from its own layer and the ones below)
 LAYERS = {"base": 0, "theory": 1, "plotting": 1, "sampling": 2, "tasks": 3, "runs": 4, "__main__": 5}
 ALLOWED = {"plotting": {"base", "plotting"}}  # plotting draws; it uses nothing of the theory or the tasks
-# the deliberate function-level imports: optional dependencies, each with its reason in the code
-FUNCTION_LEVEL = {("__main__", "distributed")}
+# the deliberate function-level imports, each with its reason in the code: an optional dependency, and the
+# command line's experiments, loaded at dispatch so that --help answers without torch (issue 25)
+FUNCTION_LEVEL = {("__main__", "distributed"), ("__main__", "attention_paths")}
 
 
 def _modules():
@@ -70,7 +71,29 @@ def _resolve(target: str) -> str:
 
 def test_the_layout_has_the_layers():
     assert {_layer(m) for m in MODULES} == set(LAYERS) | {"__init__"}
-    assert len(MODULES) >= 35  # one module per job
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_every_module_says_what_it_is_for(module):
+    """Each module opens with a docstring, and each module with public functions or classes lists them in
+    ``__all__`` (the private helpers stay behind it)."""
+    tree = ast.parse(MODULES[module].read_text())
+    assert ast.get_docstring(tree), f"{module} has no docstring"
+    public = [
+        n.name
+        for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+        and not n.name.startswith("_")
+        and module != "attention_paths.__main__"
+    ]
+    names = {
+        t.id
+        for n in tree.body
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+        for t in getattr(n, "targets", [getattr(n, "target", None)])
+        if isinstance(t, ast.Name)
+    }
+    assert not public or "__all__" in names, f"{module} defines {public[:3]}... but no __all__"
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -133,3 +156,65 @@ def test_jax_starts_only_when_a_sampler_is_used():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def _loaded_after(code: str) -> set[str]:
+    """The top-level modules loaded by a fresh interpreter that runs ``code``."""
+    probe = code + "\nimport sys; print('\\nLOADED', *sorted({m.split('.')[0] for m in sys.modules}))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return set(out.stdout.rsplit("LOADED", 1)[1].split())
+
+
+HEAVY = {"torch", "torchvision", "jax", "numpy", "scipy", "dask", "matplotlib", "numpyro", "arviz"}
+
+
+def test_help_and_argument_errors_answer_without_the_heavy_libraries():
+    """Issue 25: ``python -m attention_paths --help`` and a bad argument load none of torch, torchvision,
+    JAX, numpy, scipy, dask or matplotlib (the experiments load when they run)."""
+    for argv in (["--help"], ["hmc", "--scale", "huge"], ["pruning", "--network", "paper-seed01"]):
+        code = f"from attention_paths.__main__ import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass"
+        assert not _loaded_after(code) & HEAVY, argv
+
+
+def test_the_theory_api_loads_on_first_use_and_never_loads_torchvision():
+    import attention_paths as ap
+
+    assert not _loaded_after("import attention_paths") & HEAVY
+    loaded = _loaded_after("import attention_paths as ap; ap.Action, ap.path_features, ap.solve")
+    assert {"torch", "numpy", "scipy"} <= loaded and "torchvision" not in loaded and "jax" not in loaded
+    for name in ap.__all__:  # every public name resolves to the theory's object of that name
+        obj = getattr(ap, name)
+        assert name == "__version__" or obj.__module__.startswith("attention_paths.theory."), name
+    assert set(ap.__all__) <= set(dir(ap))
+    with pytest.raises(AttributeError, match="no attribute 'solver_that_is_not'"):
+        ap.solver_that_is_not
+
+
+def test_the_command_lines_experiment_names_are_the_experiments():
+    from attention_paths.__main__ import EXPERIMENT_NAMES
+    from attention_paths.runs.experiments import EXPERIMENTS
+
+    assert sorted(EXPERIMENT_NAMES) == sorted(EXPERIMENTS)
+
+
+def test_the_training_stages_keys_cover_every_file_training_loads():
+    """Issue 25, section 3: the code the train stage is keyed by (derived from the imports) holds every package
+    module that importing the training code actually loads, package ``__init__`` files aside."""
+    from attention_paths.base.provenance import import_closure
+    from attention_paths.runs.stages import DATA_CODE, TRAIN_CODE
+
+    code = "import attention_paths.tasks.omniglot.training, attention_paths.tasks.omniglot.ensemble"
+    probe = code + "\nimport sys; print(' '.join(m for m in sys.modules if m.startswith('attention_paths')))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    loaded = {
+        (Path(*m.split(".")[1:]).as_posix() + ".py")
+        for m in out.stdout.split()
+        if m.count(".") and not (PACKAGE / Path(*m.split(".")[1:]) / "__init__.py").exists()
+    }
+    assert loaded == set(TRAIN_CODE)
+    assert set(DATA_CODE) < set(TRAIN_CODE) and "tasks/omniglot/data.py" in DATA_CODE
+    assert "tasks/oneshot.py" not in TRAIN_CODE  # the analysis does not retrain the network
+    with pytest.raises(FileNotFoundError, match="no package file"):
+        import_closure("tasks/no_such_module.py")

@@ -42,10 +42,11 @@ def test_max_steps_must_be_positive(tmp_path, capsys, steps):
     err = _error(capsys, ["omniglot-train", "--max-steps", steps, "--out", str(tmp_path / "t")])
     assert "--max-steps must be a positive" in err
     assert not (tmp_path / "t" / "last.pt").exists()
+    from attention_paths.tasks.omniglot import recipe
     from attention_paths.tasks.omniglot import training as tr
 
     with pytest.raises(ValueError, match="max_steps"):
-        tr.train(tr.TrainConfig(steps=1), tmp_path / "t2", max_steps=0)
+        tr.train(recipe.TrainConfig(steps=1), tmp_path / "t2", max_steps=0)
 
 
 def test_cli_runs_as_a_module_and_reports_usage_errors(tmp_path):

@@ -18,69 +18,67 @@ Typical use::
     action = ap.Action(ap.PathKernel(feats), y, tau, ap.Architecture.uniform((2, 2), N=50))
     res = ap.solve(action)                                           # res.U is the order parameter
     pred = ap.predict(res.U, feats, y, tau, feats_test)              # mean and variance
+
+The names load their theory module (and torch, numpy, scipy) on first use: ``python -m attention_paths``
+imports this package before it reads its arguments, and answers ``--help`` or a bad argument without them.
 """
 
-from attention_paths.base.version import __version__
-from attention_paths.theory.action import Action, NotPositiveDefiniteError, Packing, closed_form_ua, partial_trace
-from attention_paths.theory.architecture import Architecture
-from attention_paths.theory.attention import AttentionLayer, QKFormHeads, WFormHeads, readout_vector
-from attention_paths.theory.kernels import PathKernel, gp_kernel, path_kernel, renormalized_kernel
-from attention_paths.theory.network import AttentionPathNetwork
-from attention_paths.theory.paths import (
-    n_paths,
-    path_features,
-    path_index,
-    path_inputs,
-    path_labels,
-    path_list,
-    path_vectors,
-)
-from attention_paths.theory.predictor import (
-    Prediction,
-    accuracy,
-    generalization_error,
-    kernel_alignment,
-    kernel_target_alignment,
-    predict,
-)
-from attention_paths.theory.scores import head_labels, head_scores, silence_heads
-from attention_paths.theory.solver import SolverError, SolveResult, solve, solve_continuation
+from __future__ import annotations
 
-__all__ = [
-    "Action",
-    "NotPositiveDefiniteError",
-    "Packing",
-    "closed_form_ua",
-    "partial_trace",
-    "Architecture",
-    "AttentionLayer",
-    "QKFormHeads",
-    "WFormHeads",
-    "readout_vector",
-    "PathKernel",
-    "gp_kernel",
-    "path_kernel",
-    "renormalized_kernel",
-    "AttentionPathNetwork",
-    "n_paths",
-    "path_features",
-    "path_index",
-    "path_inputs",
-    "path_labels",
-    "path_list",
-    "path_vectors",
-    "Prediction",
-    "accuracy",
-    "generalization_error",
-    "kernel_alignment",
-    "kernel_target_alignment",
-    "predict",
-    "head_labels",
-    "head_scores",
-    "silence_heads",
-    "SolveResult",
-    "SolverError",
-    "solve",
-    "solve_continuation",
-    "__version__",
-]
+import importlib
+
+from attention_paths.base.version import __version__
+
+# the theory's public names, each with the module of attention_paths.theory that defines it
+_THEORY = {
+    "Action": "action",
+    "NotPositiveDefiniteError": "action",
+    "Packing": "action",
+    "closed_form_ua": "action",
+    "partial_trace": "action",
+    "Architecture": "architecture",
+    "AttentionLayer": "attention",
+    "QKFormHeads": "attention",
+    "WFormHeads": "attention",
+    "readout_vector": "attention",
+    "PathKernel": "kernels",
+    "gp_kernel": "kernels",
+    "path_kernel": "kernels",
+    "renormalized_kernel": "kernels",
+    "AttentionPathNetwork": "network",
+    "n_paths": "paths",
+    "path_features": "paths",
+    "path_index": "paths",
+    "path_inputs": "paths",
+    "path_labels": "paths",
+    "path_list": "paths",
+    "path_vectors": "paths",
+    "Prediction": "predictor",
+    "accuracy": "predictor",
+    "generalization_error": "predictor",
+    "kernel_alignment": "predictor",
+    "kernel_target_alignment": "predictor",
+    "predict": "predictor",
+    "head_labels": "scores",
+    "head_scores": "scores",
+    "silence_heads": "scores",
+    "SolverError": "solver",
+    "SolveResult": "solver",
+    "solve": "solver",
+    "solve_continuation": "solver",
+}
+
+__all__ = [*_THEORY, "__version__"]
+
+
+def __getattr__(name: str):
+    # deliberate lazy import (PEP 562) of the theory and its dependencies: see the module docstring
+    if name in _THEORY:
+        value = getattr(importlib.import_module(f"attention_paths.theory.{_THEORY[name]}"), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_THEORY})

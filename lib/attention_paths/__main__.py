@@ -11,16 +11,29 @@ import threading
 from pathlib import Path
 
 from attention_paths.base import config
-from attention_paths.runs.experiments import EXPERIMENTS, run_experiment
-from attention_paths.runs.pipeline import ResultsFolderLocked, run_pipeline, status_table
-from attention_paths.runs.stages import commit_member, ensemble_members, ensemble_stages, reproduction_stages
-from attention_paths.tasks.omniglot.training import config_for, format_history, network_config, train
-from attention_paths.theory.solver import SolverError
+from attention_paths.tasks.omniglot.recipe import config_for, network_config
+
+# The experiments of runs.experiments.EXPERIMENTS (a test checks the two agree): named here so that --help and
+# argument errors answer before torch, JAX and the tasks load; each experiment's modules load when it runs.
+EXPERIMENT_NAMES = ("hmc", "omniglot-theory", "posterior", "pruning", "theory")
 
 # A user's mistake (a bad argument, a damaged or missing file, a locked folder, a missing dataset, a run that
-# diverged) is reported in one line with exit status 2; anything else is a bug and shows its traceback, as
-# does every error under --debug.
-USER_ERRORS = (ValueError, OSError, ResultsFolderLocked, FloatingPointError, SolverError)
+# diverged, a solver that did not converge) is reported in one line with exit status 2; anything else is a bug
+# and shows its traceback, as does every error under --debug.
+USER_ERRORS = (ValueError, OSError, FloatingPointError)
+# (module, class) of the package's own user errors: an instance exists only once its module is loaded, so
+# they are looked up among the loaded modules rather than imported (which would load dask and torch)
+PACKAGE_USER_ERRORS = (
+    ("attention_paths.runs.pipeline", "ResultsFolderLocked"),
+    ("attention_paths.theory.solver", "SolverError"),
+)
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """The exception types reported as a user's mistake (:data:`USER_ERRORS` and the loaded
+    :data:`PACKAGE_USER_ERRORS`)."""
+    loaded = tuple(getattr(sys.modules[m], c) for m, c in PACKAGE_USER_ERRORS if m in sys.modules)
+    return USER_ERRORS + loaded
 
 
 def main(argv=None) -> int:
@@ -28,8 +41,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return _main(args, parser)
-    except USER_ERRORS as err:
-        if args.debug:
+    except Exception as err:
+        if args.debug or not isinstance(err, user_errors()):
             raise
         message = " ".join(str(err).split()) or type(err).__name__
         print(f"{parser.prog}: error: {message} (--debug shows the traceback)", file=sys.stderr)
@@ -40,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m attention_paths", description=__doc__)
     parser.add_argument(
         "experiment",
-        choices=sorted(EXPERIMENTS) + ["omniglot-train", "reproduce", "ensemble"],
+        choices=sorted(EXPERIMENT_NAMES) + ["omniglot-train", "reproduce", "ensemble"],
         help="which experiment to run; `reproduce` runs every experiment as resumable stages; `ensemble` "
         "trains and analyses the paper-recipe networks of several seeds as resumable stages",
     )
@@ -184,6 +197,9 @@ def _main(args, parser) -> int:
     if args.experiment in ("reproduce", "ensemble"):
         return _reproduce(args, scale, out, parser, budget)
     if args.experiment == "omniglot-train":
+        # loaded here, after the arguments are checked: torch and the training code take seconds to import
+        from attention_paths.tasks.omniglot.training import format_history, train
+
         overrides = {} if args.seed is None else {"seed": args.seed}
         summary = train(
             config_for(scale, **overrides),
@@ -198,6 +214,9 @@ def _main(args, parser) -> int:
         written = [f"{out}/{f}" for f in ("summary.json", "last.pt", "best.pt") if os.path.exists(os.path.join(out, f))]
         print(f"wrote {', '.join(written)}", file=sys.stderr)
         return 0
+    # loaded here, after the arguments are checked: the experiments import torch, scipy and the tasks
+    from attention_paths.runs.experiments import run_experiment
+
     options = {
         "omniglot-theory": {"network": args.network, "sample": not args.no_sample, "budget": budget},
         "pruning": {"network": args.network},
@@ -227,7 +246,7 @@ def _main(args, parser) -> int:
 
 
 def _network(name: str) -> str:
-    """``--network``: a trained network's name (:func:`attention_paths.tasks.omniglot.training.network_config`)."""
+    """``--network``: a trained network's name (:func:`attention_paths.tasks.omniglot.recipe.network_config`)."""
     try:
         network_config(name)
     except ValueError as err:
@@ -313,6 +332,10 @@ def _seeds(value: str | None, parser) -> tuple[int, ...] | None:
 
 
 def _reproduce(args, scale, out, parser, budget) -> int:
+    # loaded here, after the arguments are checked: the stages import dask, torch, scipy and the tasks
+    from attention_paths.runs.pipeline import run_pipeline, status_table
+    from attention_paths.runs.stages import commit_member, ensemble_members, ensemble_stages, reproduction_stages
+
     if args.experiment == "ensemble":
         stages = ensemble_stages(args.seeds, threads=args.threads)
     else:

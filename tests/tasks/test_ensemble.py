@@ -117,12 +117,12 @@ def test_a_resumable_state_is_committed_and_reported(tmp_path, monkeypatch):
 
     import torch
 
-    from attention_paths.tasks.omniglot import training as tr
+    from attention_paths.tasks.omniglot import checkpoints, recipe
     from attention_paths.tasks.omniglot.model import InContextTransformer
 
     run = tmp_path / "run"
     run.mkdir()
-    cfg = tr.network_config("paper-seed3")
+    cfg = recipe.network_config("paper-seed3")
     net = InContextTransformer(seed=3)
     opt = torch.optim.Adam(net.parameters())
     history = [{"step": 1000, "train_loss": 1.0, "seconds": 300.0, "val": {"accuracy": 60.0, "n": 10}}]
@@ -136,7 +136,7 @@ def test_a_resumable_state_is_committed_and_reported(tmp_path, monkeypatch):
         "best": history[0],
         "seconds": 300.0,
     }
-    tr._atomic_torch_save(state, run / "last.pt")
+    checkpoints._atomic_torch_save(state, run / "last.pt")
     data = tmp_path / "data"
     path = ensemble_runs.save_resume_state(run, "paper-seed3", data_dir=data)
     assert path == data / "omniglot-paper-seed3" / "resume.pt" and path.read_bytes() == (run / "last.pt").read_bytes()
@@ -146,7 +146,8 @@ def test_a_resumable_state_is_committed_and_reported(tmp_path, monkeypatch):
     assert "seed  3 (paper-seed3): training: 1,000 of 41,240 steps (resumable)" in text
     assert max(len(line) for line in text.splitlines()) <= 80
     assert (
-        tr.resume_state("paper-seed3", data_dir=data) == path and tr.resume_state("paper-seed4", data_dir=data) is None
+        checkpoints.resume_state("paper-seed3", data_dir=data) == path
+        and checkpoints.resume_state("paper-seed4", data_dir=data) is None
     )
     assert ensemble_runs.load_members(data_dir=data) == []  # not a member until committed whole
     with pytest.raises(ValueError, match="not a run of network paper-seed2"):

@@ -3,6 +3,7 @@ the closing "Reproducibility" record of a chapter."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.metadata
 import os
@@ -88,6 +89,48 @@ def code_version(files: tuple | None = None) -> str:
     if _CODE_VERSION is None:
         _CODE_VERSION = _hash_files(sorted(PACKAGE_DIR.rglob("*.py")))
     return _CODE_VERSION
+
+
+def import_closure(*files: str) -> tuple[str, ...]:
+    """The package's source files that ``files`` run: themselves and every package module they import at
+    module level, transitively (paths relative to the package folder, sorted; e.g. ``"base/io.py"``).
+
+    Parsed, not imported.  A package's ``__init__.py`` counts where a module imports the package itself
+    (``from attention_paths import sampling``), not where it imports a submodule through it
+    (``from attention_paths.base import config`` is ``base/config.py``).  Stages keyed by part of the code use it
+    (:mod:`attention_paths.runs.stages`), so that no file they run is left out of their key by hand.
+    """
+    seen: set[str] = set()
+    todo = list(files)
+    while todo:
+        rel = todo.pop()
+        if rel in seen:
+            continue
+        path = PACKAGE_DIR / rel
+        if not path.is_file():
+            raise FileNotFoundError(f"import_closure: no package file {rel!r} under {PACKAGE_DIR}")
+        seen.add(rel)
+        for node in ast.parse(path.read_text()).body:  # module level only: what importing the file runs
+            if isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:  # a submodule by that name, else the module itself
+                    found = _package_file(f"{node.module}.{alias.name}") or _package_file(node.module)
+                    todo.extend([found] if found else [])
+            elif isinstance(node, ast.Import):
+                todo.extend(f for f in (_package_file(a.name) for a in node.names) if f)
+    return tuple(sorted(seen))
+
+
+def _package_file(module: str) -> str | None:
+    """The package file of a dotted module name (``attention_paths.base.io`` -> ``"base/io.py"``), or None."""
+    parts = module.split(".")
+    if parts[0] != "attention_paths" or len(parts) == 1:
+        return None
+    rel = Path(*parts[1:])
+    if (PACKAGE_DIR / rel.with_suffix(".py")).is_file():
+        return rel.with_suffix(".py").as_posix()
+    if (PACKAGE_DIR / rel / "__init__.py").is_file():
+        return (rel / "__init__.py").as_posix()
+    return None
 
 
 def _hash_files(paths) -> str:

@@ -16,8 +16,9 @@ from attention_paths.base import config
 from attention_paths.base.io import atomic_write_json
 from attention_paths.runs import results
 from attention_paths.tasks import ensemble
+from attention_paths.tasks.omniglot.checkpoints import committed_checkpoint, load_trained
 from attention_paths.tasks.omniglot.ensemble import ENSEMBLE_SEEDS, member_name
-from attention_paths.tasks.omniglot.training import TRAIN_CONFIGS, committed_checkpoint, load_trained, network_config
+from attention_paths.tasks.omniglot.recipe import TRAIN_CONFIGS, network_config
 
 __all__ = [
     "ENSEMBLE_SEEDS",

@@ -25,7 +25,7 @@ from attention_paths.base import config
 from attention_paths.base.io import atomic_savez, atomic_write, atomic_write_json, load_json, load_npz
 from attention_paths.base.provenance import code_version
 from attention_paths.tasks import pruning
-from attention_paths.tasks.omniglot import training
+from attention_paths.tasks.omniglot import checkpoints, training
 
 __all__ = [
     "SUMMARY",
@@ -427,8 +427,8 @@ def stage_network(folder: Path):
     """``(net, record)`` of a ``train`` stage's folder (``model.pt`` + ``record.json``), its SHA-256 checked."""
     folder = Path(folder)
     record = json.loads((folder / "record.json").read_text())
-    net, _ = training.load_trained(folder / "model.pt")
-    sha = training.checkpoint_sha256(folder / "model.pt")
+    net, _ = checkpoints.load_trained(folder / "model.pt")
+    sha = checkpoints.checkpoint_sha256(folder / "model.pt")
     # the results folder by name only: the record may be committed, and a path of this machine means nothing elsewhere
     return net, {
         **record,

@@ -33,19 +33,16 @@ import numpy as np
 from attention_paths import sampling
 from attention_paths.base import config
 from attention_paths.base.io import atomic_savez, atomic_write_json, load_npz
-from attention_paths.base.provenance import hardware
+from attention_paths.base.provenance import hardware, import_closure
 from attention_paths.runs import results
 from attention_paths.runs.experiments import EXPERIMENTS
 from attention_paths.runs.pipeline import Stage, StageContext
 from attention_paths.tasks import ensemble
+from attention_paths.tasks.omniglot.checkpoints import committed_checkpoint, resume_state
 from attention_paths.tasks.omniglot.data import load_ood, load_split
 from attention_paths.tasks.omniglot.ensemble import ENSEMBLE_SEEDS, commit_network, member_name
-from attention_paths.tasks.omniglot.training import (
-    committed_checkpoint,
-    config_for,
-    resume_state,
-    train,
-)
+from attention_paths.tasks.omniglot.recipe import config_for
+from attention_paths.tasks.omniglot.training import train
 from attention_paths.tasks.oneshot import (
     ONESHOT_EXPERIMENT,
     extract,
@@ -63,19 +60,12 @@ from attention_paths.tasks.pruning import PRUNING_EXPERIMENT, pruning_summary, r
 __all__ = ["reproduction_stages", "ensemble_stages", "ensemble_members", "slim_hmc_result", "commit_member"]
 
 
-# The expensive, stable stages are keyed by the library code they run only (an edit elsewhere in the
+# The expensive, stable stages are keyed by the library code they run only: the files they import,
+# transitively (base.provenance.import_closure), so that none is left out by hand.  An edit elsewhere in the
 # package, this file included, does not retrain the network; use --force train after changing their glue
-# below); every other stage by the whole package.
-DATA_CODE = ("base/config.py", "base/io.py", "base/progress.py", "tasks/omniglot/data.py")
-TRAIN_CODE = DATA_CODE + (
-    "base/provenance.py",
-    "theory/attention.py",
-    "theory/checks.py",
-    "tasks/omniglot/episodes.py",
-    "tasks/omniglot/model.py",
-    "tasks/omniglot/training.py",
-    "tasks/omniglot/ensemble.py",
-)
+# below.  Every other stage is keyed by the whole package.
+DATA_CODE = import_closure("tasks/omniglot/data.py")
+TRAIN_CODE = import_closure("tasks/omniglot/training.py", "tasks/omniglot/ensemble.py")
 
 
 def _tau_name(tau: float) -> str:

@@ -42,7 +42,8 @@ from attention_paths.base.io import atomic_savez, load_npz
 from attention_paths.base.progress import progress_bar
 from attention_paths.tasks.omniglot.data import load_ood, load_split
 from attention_paths.tasks.omniglot.episodes import Episodes, fixed_episodes, ood_episodes, sample_episodes
-from attention_paths.tasks.omniglot.training import TrainConfig, load_network
+from attention_paths.tasks.omniglot.recipe import TrainConfig
+from attention_paths.tasks.omniglot.training import load_network
 from attention_paths.theory.action import Action
 from attention_paths.theory.architecture import Architecture
 from attention_paths.theory.kernels import PathKernel, gp_kernel, renormalized_kernel

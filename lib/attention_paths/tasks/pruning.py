@@ -26,7 +26,8 @@ from scipy.stats import spearmanr
 
 from attention_paths.base.config import get_scale
 from attention_paths.tasks.omniglot.episodes import evaluation_sets
-from attention_paths.tasks.omniglot.training import config_for, load_network
+from attention_paths.tasks.omniglot.recipe import config_for
+from attention_paths.tasks.omniglot.training import load_network
 from attention_paths.tasks.oneshot import run_oneshot
 from attention_paths.theory.paths import path_inputs
 from attention_paths.theory.predictor import predict

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from attention_paths.tasks.omniglot import checkpoints, recipe
 from attention_paths.tasks.omniglot import ensemble as en
 from attention_paths.tasks.omniglot import training as tr
 from attention_paths.tasks.omniglot.episodes import Episodes
@@ -17,12 +18,12 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_network_names_map_to_the_paper_recipe_with_their_seed():
-    assert tr.network_config("paper") == tr.TrainConfig()
-    assert tr.network_config("quick") == tr.TRAIN_CONFIGS["quick"]
-    cfg = tr.network_config("paper-seed3")
-    assert cfg.seed == 3 and cfg.steps == 41_240 and cfg == tr.TrainConfig(seed=3)
+    assert recipe.network_config("paper") == recipe.TrainConfig()
+    assert recipe.network_config("quick") == recipe.TRAIN_CONFIGS["quick"]
+    cfg = recipe.network_config("paper-seed3")
+    assert cfg.seed == 3 and cfg.steps == 41_240 and cfg == recipe.TrainConfig(seed=3)
     for name in ("paper", "quick", "paper-seed3", "paper-seed0"):
-        assert tr.network_name(tr.network_config(name)) == name
+        assert recipe.network_name(recipe.network_config(name)) == name
     assert [en.member_name(k) for k in en.ENSEMBLE_SEEDS] == [
         "paper",
         "paper-seed1",
@@ -30,7 +31,7 @@ def test_network_names_map_to_the_paper_recipe_with_their_seed():
         "paper-seed3",
         "paper-seed4",
     ]
-    assert tr.config_for("paper-seed2", test_episodes=7).seed == 2
+    assert recipe.config_for("paper-seed2", test_episodes=7).seed == 2
     for bad, match in (
         ("paper-seed42", "named 'paper'"),
         ("paper-seed01", "leading zeros"),
@@ -39,11 +40,11 @@ def test_network_names_map_to_the_paper_recipe_with_their_seed():
         ("Paper", "unknown network"),
     ):
         with pytest.raises(ValueError, match=match):
-            tr.network_config(bad)
+            recipe.network_config(bad)
     with pytest.raises(TypeError):
-        tr.network_config(1)
+        recipe.network_config(1)
     with pytest.raises(ValueError, match="neither"):
-        tr.network_name(tr.TrainConfig(lr=1e-3))
+        recipe.network_name(recipe.TrainConfig(lr=1e-3))
     for bad in (-1, 1.5, True, "1"):
         with pytest.raises(ValueError, match="non-negative integer"):
             en.member_name(bad)
@@ -98,7 +99,7 @@ def test_commit_refuses_an_unfinished_run_and_resume_from_continues_it(tmp_path)
     as an uninterrupted one."""
     if not (Path(tr.config.data_root()) / "omniglot-py").exists():
         pytest.skip("Omniglot not available offline")
-    cfg = tr.TrainConfig(
+    cfg = recipe.TrainConfig(
         d_model=32, d_qk=8, steps=40, eval_every=20, val_episodes=64, test_episodes=64, ood_episodes=20
     )
     whole = tr.train(cfg, tmp_path / "whole", progress=False)
@@ -108,8 +109,8 @@ def test_commit_refuses_an_unfinished_run_and_resume_from_continues_it(tmp_path)
     shutil.copyfile(tmp_path / "part" / "last.pt", tmp_path / "resume.pt")
     resumed = tr.train(cfg, tmp_path / "elsewhere", progress=False, resume_from=tmp_path / "resume.pt")
     assert resumed["finished"] and [r["step"] for r in resumed["history"]] == [20, 40]
-    a, _ = tr.load_trained(tmp_path / "whole" / "last.pt")
-    b, _ = tr.load_trained(tmp_path / "elsewhere" / "last.pt")
+    a, _ = checkpoints.load_trained(tmp_path / "whole" / "last.pt")
+    b, _ = checkpoints.load_trained(tmp_path / "elsewhere" / "last.pt")
     for p, q in zip(a.parameters(), b.parameters()):
         torch.testing.assert_close(p, q, rtol=0, atol=1e-6)
     assert resumed["history"][-1]["val"] == pytest.approx(whole["history"][-1]["val"], abs=1e-4)
@@ -146,9 +147,9 @@ def test_checkpoints_without_a_digest_are_refused_unless_asked(tmp_path):
     ck["model"]["w_in.weight"][0, 0] = 1e37
     torch.save(ck, tmp_path / "plain.pt")
     with pytest.raises(ValueError, match="plain.pt carries no digest"):
-        tr.load_trained(tmp_path / "plain.pt")
+        checkpoints.load_trained(tmp_path / "plain.pt")
     with pytest.warns(UserWarning, match="without verifying"):
-        net, _ = tr.load_trained(tmp_path / "plain.pt", verify=False)
+        net, _ = checkpoints.load_trained(tmp_path / "plain.pt", verify=False)
     assert float(net.w_in.weight[0, 0].detach()) == pytest.approx(1e37)
 
 
@@ -157,7 +158,7 @@ def test_a_non_finite_loss_stops_training_and_writes_nothing(tmp_path):
     stops with an error naming the step, and its checkpoints and summary are left as they were."""
     if not (Path(tr.config.data_root()) / "omniglot-py").exists():
         pytest.skip("Omniglot not available offline")
-    cfg = tr.TrainConfig(
+    cfg = recipe.TrainConfig(
         d_model=32, d_qk=8, steps=40, eval_every=20, val_episodes=64, test_episodes=64, ood_episodes=20
     )
     tr.train(cfg, tmp_path, progress=False, max_steps=20)
@@ -166,7 +167,7 @@ def test_a_non_finite_loss_stops_training_and_writes_nothing(tmp_path):
     for v in ck["model"].values():
         if v.is_floating_point():
             v.mul_(1e30)
-    tr._atomic_torch_save(ck, tmp_path / "last.pt")
+    checkpoints._atomic_torch_save(ck, tmp_path / "last.pt")
     before = {f: (tmp_path / f).read_bytes() for f in ("last.pt", "best.pt", "summary.json")}
     with pytest.raises(FloatingPointError, match=r"training loss is (inf|nan) at step 21"):
         tr.train(cfg, tmp_path, progress=False)

@@ -16,8 +16,8 @@ import torch
 from PIL import Image
 
 import attention_paths as ap
+from attention_paths.tasks.omniglot import checkpoints, episodes, recipe
 from attention_paths.tasks.omniglot import data as om
-from attention_paths.tasks.omniglot import episodes
 from attention_paths.tasks.omniglot import model as ic
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -357,23 +357,28 @@ def test_short_training_run_lowers_the_loss(tmp_path):
     _tree_or_skip()
     from attention_paths.tasks.omniglot import training as tr
 
-    cfg = tr.TrainConfig(
+    cfg = recipe.TrainConfig(
         d_model=64, d_qk=16, steps=60, eval_every=30, val_episodes=256, test_episodes=256, ood_episodes=100
     )
     summary = tr.train(cfg, tmp_path, progress=False)
     h = summary["history"]
     assert summary["finished"] and [r["step"] for r in h] == [30, 60]
     assert h[-1]["train_loss"] < h[0]["train_loss"] < 2.0
-    net, rec = tr.load_trained(tmp_path / "last.pt")
-    assert rec["step"] == 60 and summary["checkpoint_sha256"]["last.pt"] == tr.checkpoint_sha256(tmp_path / "last.pt")
+    net, rec = checkpoints.load_trained(tmp_path / "last.pt")
+    assert rec["step"] == 60 and summary["checkpoint_sha256"]["last.pt"] == checkpoints.checkpoint_sha256(
+        tmp_path / "last.pt"
+    )
     with pytest.raises(ValueError, match="other settings"):
-        tr.train(tr.TrainConfig(d_model=32, d_qk=16, steps=60, eval_every=30), tmp_path, progress=False)
-    exported = tr.export_checkpoint(tmp_path, tmp_path / "data" / "omniglot-quick")
+        tr.train(recipe.TrainConfig(d_model=32, d_qk=16, steps=60, eval_every=30), tmp_path, progress=False)
+    exported = checkpoints.export_checkpoint(tmp_path, tmp_path / "data" / "omniglot-quick")
     # a small network exported under the quick network's name is not the quick network (issue 24)
     with pytest.raises(ValueError, match="named network 'quick'.*another configuration"):
         tr.load_network("quick", train_if_missing=False, data_dir=tmp_path / "data")
-    net2, rec2 = tr.load_trained(tmp_path / "data" / "omniglot-quick" / "model.pt")
-    assert tr.checkpoint_sha256(tmp_path / "data" / "omniglot-quick" / "model.pt") == exported["exported"]["sha256"]
+    net2, rec2 = checkpoints.load_trained(tmp_path / "data" / "omniglot-quick" / "model.pt")
+    assert (
+        checkpoints.checkpoint_sha256(tmp_path / "data" / "omniglot-quick" / "model.pt")
+        == exported["exported"]["sha256"]
+    )
     assert rec2["step"] == 60 and exported["steps_done"] == 60
     for p1, p2 in zip(net.parameters(), net2.parameters()):
         assert torch.equal(p1, p2)
@@ -383,14 +388,14 @@ def test_short_training_run_lowers_the_loss(tmp_path):
         tr.load_network("quick", train_if_missing=False, data_dir=tmp_path / "data")
     (tmp_path / "bad.pt").write_bytes(b"junk")
     with pytest.raises(ValueError, match="corrupted"):
-        tr.load_trained(tmp_path / "bad.pt")
+        checkpoints.load_trained(tmp_path / "bad.pt")
     # a same-size damaged checkpoint (a weight set to 1e37 by hand) is refused by its digest, by name
     ck = torch.load(tmp_path / "last.pt", weights_only=False)
     assert "digest" in ck
     ck["model"]["w_in.weight"][0, 0] = 1e37
     torch.save(ck, tmp_path / "tampered.pt")
     with pytest.raises(ValueError, match="tampered.pt is damaged"):
-        tr.load_trained(tmp_path / "tampered.pt")
+        checkpoints.load_trained(tmp_path / "tampered.pt")
     # resume names a bad last.pt instead of torch's or a KeyError
     del ck["optimizer"]
     ck.pop("digest")
@@ -408,9 +413,9 @@ def test_committed_networks_load_with_their_records(name, steps):
     from attention_paths.tasks.omniglot import training as tr
 
     net, rec = tr.load_network(name, train_if_missing=False)
-    assert rec["sha256"] == tr.checkpoint_sha256(ROOT / "data" / f"omniglot-{name}" / "model.pt")
+    assert rec["sha256"] == checkpoints.checkpoint_sha256(ROOT / "data" / f"omniglot-{name}" / "model.pt")
     assert rec["steps_done"] == steps and rec["finished"] and rec["history"][-1]["step"] == steps
-    cfg = tr.TrainConfig(**rec["config"])
-    assert cfg == tr.config_for(name) and cfg.seed == 42 and cfg.batch == 128 and cfg.lr == 3e-4
+    cfg = recipe.TrainConfig(**rec["config"])
+    assert cfg == recipe.config_for(name) and cfg.seed == 42 and cfg.batch == 128 and cfg.lr == 3e-4
     assert sum(p.numel() for p in net.parameters()) == 512 * 192 + 2 * (2 * 4 * 128 * 192 + 4 * 512 * 512) + 512
     assert (ROOT / "data" / f"omniglot-{name}" / "model.pt").stat().st_size < 20 * 2**20

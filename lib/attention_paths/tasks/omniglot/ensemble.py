@@ -2,7 +2,7 @@
 
 Every member is the paper's recipe (spec §B.6) with its own training seed, which fixes the initial weights,
 the frozen label-embedding table and the data order; seed 42 is the book's network ``"paper"``, seed ``k``
-the network ``"paper-seed<k>"`` (:func:`attention_paths.tasks.omniglot.training.network_config`), committed
+the network ``"paper-seed<k>"`` (:func:`attention_paths.tasks.omniglot.recipe.network_config`), committed
 in ``data/omniglot-<name>/`` like the first.
 
 **Precise accuracies.**  The training run's own meta-test set has 2,048 episodes (standard error about 0.9
@@ -25,16 +25,11 @@ import numpy as np
 from attention_paths.base import config
 from attention_paths.base.io import atomic_write_json
 from attention_paths.base.provenance import hardware, provenance
+from attention_paths.tasks.omniglot.checkpoints import checkpoint_sha256, export_checkpoint, load_trained
 from attention_paths.tasks.omniglot.data import load_ood, load_split
 from attention_paths.tasks.omniglot.episodes import fixed_episodes, ood_episodes
-from attention_paths.tasks.omniglot.training import (
-    TRAIN_CONFIGS,
-    checkpoint_sha256,
-    evaluate,
-    export_checkpoint,
-    load_trained,
-    network_config,
-)
+from attention_paths.tasks.omniglot.recipe import TRAIN_CONFIGS, network_config
+from attention_paths.tasks.omniglot.training import evaluate
 
 __all__ = [
     "ENSEMBLE_SEEDS",

@@ -133,7 +133,7 @@ def fixed_episodes(split_images: np.ndarray, n: int, seed: int, drawing_seed: in
 
 
 def evaluation_sets(cfg, root=None) -> dict:
-    """The fixed evaluation episodes of a training configuration (:class:`~.training.TrainConfig`): ``val``
+    """The fixed evaluation episodes of a training configuration (:class:`~.recipe.TrainConfig`): ``val``
     and ``test`` (Omniglot meta-validation and
     meta-test characters, seeded) and ``MNIST``, ``FashionMNIST`` (all, or a balanced subset)."""
     sets = {

@@ -10,79 +10,31 @@ it uses 16-bit mixed precision and ``torch.compile``; on a CPU it uses all cores
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import re
 import time
-import warnings
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from attention_paths.base import config
-from attention_paths.base.io import atomic_write, atomic_write_json
+from attention_paths.base.io import atomic_write_json
 from attention_paths.base.progress import progress_bar
 from attention_paths.base.provenance import hardware, provenance
+from attention_paths.tasks.omniglot.checkpoints import (
+    _atomic_torch_save,
+    _read_checkpoint,
+    checkpoint_sha256,
+    committed_checkpoint,
+    load_trained,
+)
 from attention_paths.tasks.omniglot.data import load_split
 from attention_paths.tasks.omniglot.episodes import Episodes, evaluation_sets, sample_episodes
 from attention_paths.tasks.omniglot.model import InContextTransformer
+from attention_paths.tasks.omniglot.recipe import PRECISIONS, TrainConfig, network_config
 
-__all__ = [
-    "TrainConfig",
-    "TRAIN_CONFIGS",
-    "train",
-    "evaluate",
-    "load_trained",
-    "checkpoint_sha256",
-    "config_for",
-    "network_config",
-    "network_name",
-    "format_history",
-    "format_record",
-    "export_checkpoint",
-    "committed_checkpoint",
-    "resume_state",
-    "load_network",
-    "PRECISIONS",
-]
-
-EPISODES_PER_EPOCH = 527_878  # binom(1028, 2)
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Training settings (defaults: the paper's recipe, spec §B.6)."""
-
-    d_model: int = 512
-    n_layers: int = 2
-    n_heads: int = 4
-    d_qk: int = 128
-    batch: int = 128
-    steps: int = 10 * (EPISODES_PER_EPOCH // 128)  # 10 epochs = 41,240 steps
-    lr: float = 3e-4
-    weight_decay: float = 5e-5
-    seed: int = 42
-    eval_every: int = 1000
-    val_episodes: int = 100 * 128
-    test_episodes: int = 2048
-    ood_episodes: int | None = None  # None: all MNIST / FashionMNIST episodes
-    drawing_seed: int = 0
-
-    def __post_init__(self):
-        if min(self.d_model, self.n_layers, self.n_heads, self.d_qk, self.batch, self.steps, self.eval_every) < 1:
-            raise ValueError(f"all sizes must be positive: {self}")
-        if self.lr <= 0 or self.weight_decay < 0:
-            raise ValueError(f"need lr > 0 and weight_decay >= 0: {self}")
-
-
-TRAIN_CONFIGS = {
-    "paper": TrainConfig(),
-    # the full architecture, trained briefly on a CPU (lower accuracy than the paper's recipe; say so)
-    "quick": TrainConfig(steps=4000, eval_every=250, val_episodes=2048, test_episodes=2048, ood_episodes=1000),
-}
+__all__ = ["train", "evaluate", "format_history", "format_record", "load_network"]
 
 
 def _device() -> torch.device:
@@ -112,93 +64,6 @@ def evaluate(net: InContextTransformer, episodes: Episodes, batch: int = 256, *,
         "mse": float(np.mean((f - y) ** 2)),
         "n": int(len(y)),
     }
-
-
-def _state_digest(ck: dict) -> str:
-    """SHA-256 of a checkpoint's model weights (and optimiser state, when present), in key order."""
-    h = hashlib.sha256()
-
-    def add(obj, prefix=""):
-        if isinstance(obj, torch.Tensor):
-            h.update(prefix.encode())
-            h.update(obj.detach().cpu().contiguous().numpy().tobytes())
-        elif isinstance(obj, dict):
-            for k in sorted(obj, key=str):
-                add(obj[k], f"{prefix}/{k}")
-        elif isinstance(obj, (list, tuple)):
-            for i, v in enumerate(obj):
-                add(v, f"{prefix}/{i}")
-        elif isinstance(obj, (int, float, str, bool)) or obj is None:
-            h.update(f"{prefix}={obj!r}".encode())
-
-    add(ck.get("model", {}), "model")
-    if "optimizer" in ck:
-        add(ck["optimizer"], "optimizer")
-    return h.hexdigest()
-
-
-def _atomic_torch_save(obj, path: Path):
-    """Write a checkpoint atomically, with the digest of its weights inside (checked by :func:`_read_checkpoint`)."""
-    obj = {**obj, "digest": _state_digest(obj)}
-    atomic_write(Path(path), lambda fh: torch.save(obj, fh))
-
-
-def _read_checkpoint(path: Path, device, need=("config", "model"), verify: bool = True) -> dict:
-    """A checkpoint written by this module, verified: readable, with the keys ``need``, and matching the digest
-    of its weights it carries.  Anything else raises ``ValueError`` naming the file.  A checkpoint without a
-    digest (written before digests existed) is refused unless ``verify=False``, which loads it with a
-    warning."""
-    try:
-        ck = torch.load(path, map_location=device, weights_only=False)
-    except FileNotFoundError:
-        raise
-    except Exception as err:
-        raise ValueError(
-            f"checkpoint {path} is corrupted or not a training checkpoint ({err!r}); delete it to "
-            "start again, or restore it"
-        ) from None
-    if not isinstance(ck, dict):
-        raise ValueError(f"checkpoint {path} is not a training checkpoint (a {type(ck).__name__}, not a dict)")
-    missing = [k for k in need if k not in ck]
-    if missing:
-        raise ValueError(f"checkpoint {path} is incomplete: it lacks {missing}")
-    if "digest" not in ck:
-        if verify:
-            raise ValueError(
-                f"checkpoint {path} carries no digest of its weights, so damage to it cannot be detected; "
-                "re-export it, or load it with verify=False if you trust the file"
-            )
-        warnings.warn(f"loading {path} without verifying its weights (it carries no digest)", stacklevel=3)
-    elif _state_digest(ck) != ck["digest"]:
-        raise ValueError(f"checkpoint {path} is damaged: its weights do not match the digest it was written with")
-    return ck
-
-
-def checkpoint_sha256(path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def load_trained(path, device: str | torch.device = "cpu", *, verify: bool = True) -> tuple[InContextTransformer, dict]:
-    """Network and record of a checkpoint written by :func:`train` (``last.pt``, ``best.pt``) or exported;
-    its weights are checked against the digest it carries (``verify=False``: also accept one without a
-    digest, with a warning)."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"checkpoint {path} does not exist")
-    ck = _read_checkpoint(path, device, verify=verify)
-    try:
-        cfg = TrainConfig(**ck["config"])
-        net = InContextTransformer(cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_qk, cfg.seed)
-        net.load_state_dict(ck["model"])
-    except FileNotFoundError:
-        raise
-    except Exception as err:
-        raise ValueError(f"checkpoint {path} is corrupted or not a training checkpoint ({err!r})") from None
-    net.to(device).eval()
-    return net, {k: v for k, v in ck.items() if k not in ("model", "optimizer")}
-
-
-PRECISIONS = ("auto", "float32", "bfloat16", "float16")
 
 
 def _autocast_dtype(precision: str, dev: torch.device):
@@ -347,51 +212,6 @@ def train(
     return summary
 
 
-def config_for(scale: str | None = None, **overrides) -> TrainConfig:
-    """The training configuration of a scale or of a network name (:func:`network_config`), with optional
-    field overrides."""
-    if scale is not None and scale not in TRAIN_CONFIGS:
-        return replace(network_config(scale), **overrides)
-    return replace(TRAIN_CONFIGS[config.get_scale(scale)], **overrides)
-
-
-_SEEDED = re.compile(r"paper-seed(\d+)")
-
-
-def network_config(name: str) -> TrainConfig:
-    """The training configuration of a trained network's name.
-
-    ``"quick"`` (4,000 steps) and ``"paper"`` (the paper's recipe, seed 42) are the book's two networks;
-    ``"paper-seed<k>"`` is the paper's recipe with training seed ``k`` (initial weights, label-embedding
-    table and data order), a member of the ensemble of :mod:`attention_paths.tasks.omniglot.ensemble`.
-    Its committed files live in ``data/omniglot-<name>/``.
-    """
-    if not isinstance(name, str):
-        raise TypeError(f"a network name is a string such as 'paper' or 'paper-seed1', got {name!r}")
-    if name in TRAIN_CONFIGS:
-        return TRAIN_CONFIGS[name]
-    m = _SEEDED.fullmatch(name)
-    if m is None:
-        raise ValueError(f"unknown network {name!r}; networks are 'quick', 'paper' and 'paper-seed<k>' (k an integer)")
-    seed = int(m.group(1))
-    if seed == TRAIN_CONFIGS["paper"].seed or m.group(1) != str(seed):
-        raise ValueError(
-            f"network {name!r}: seed {TRAIN_CONFIGS['paper'].seed} is the network named 'paper', and a seed "
-            "is written without leading zeros"
-        )
-    return replace(TRAIN_CONFIGS["paper"], seed=seed)
-
-
-def network_name(cfg: TrainConfig) -> str:
-    """The name of the network a configuration trains (inverse of :func:`network_config`); a configuration
-    that is neither the quick one nor the paper's recipe with some seed raises ``ValueError``."""
-    if cfg == TRAIN_CONFIGS["quick"]:
-        return "quick"
-    if replace(cfg, seed=TRAIN_CONFIGS["paper"].seed) == TRAIN_CONFIGS["paper"]:
-        return "paper" if cfg.seed == TRAIN_CONFIGS["paper"].seed else f"paper-seed{cfg.seed}"
-    raise ValueError(f"configuration {cfg} is neither the quick network's nor the paper's recipe")
-
-
 def format_record(record: dict) -> str:
     """Where a trained network came from, its training length, settings, hardware and checksum (text)."""
     cfg = record["config"]
@@ -419,63 +239,6 @@ def format_history(summary: dict) -> str:
             f"{r['MNIST']['accuracy']:7.1f} {r['FashionMNIST']['accuracy']:9.1f} {r['seconds'] / 60:6.1f}"
         )
     return "\n".join(rows)
-
-
-# ------------------------------------------------------------------------------------------ committed runs
-def export_checkpoint(run_dir, dest_dir) -> dict:
-    """Copy a finished run's **last** checkpoint without optimizer state (``model.pt``) and its summary into
-    ``dest_dir`` (e.g. ``data/omniglot-quick``), recording the exported file's SHA-256 in ``record.json``."""
-    run_dir, dest_dir = Path(run_dir), Path(dest_dir)
-    ck = _read_checkpoint(run_dir / "last.pt", "cpu")
-    summary = json.loads((run_dir / "summary.json").read_text())
-    _atomic_torch_save(
-        {k: v for k, v in ck.items() if k not in ("optimizer", "rng_state", "scaler", "digest")}, dest_dir / "model.pt"
-    )
-    record = dict(summary)
-    if "hardware" not in record:  # runs from before the field: the export runs where the run was trained
-        record["hardware"] = dict(hardware(), note="recorded when the checkpoint was exported")
-    final = (summary.get("history") or [{}])[-1]
-    record["accuracies"] = {
-        s: {"accuracy": final[s]["accuracy"], "episodes": final[s]["n"]}
-        for s in ("val", "test", "MNIST", "FashionMNIST")
-        if s in final
-    }
-    record["exported"] = {
-        "file": "model.pt",
-        "sha256": checkpoint_sha256(dest_dir / "model.pt"),
-        "from": "last checkpoint (spec OP-E5: the last checkpoint feeds everything downstream)",
-    }
-    atomic_write_json(dest_dir / "record.json", record)
-    return record
-
-
-def committed_checkpoint(name: str, data_dir=None) -> tuple[Path, dict] | None:
-    """``(model.pt path, record)`` of the committed checkpoint ``data/omniglot-<name>``, or ``None`` when there
-    is none; a file whose SHA-256 differs from its record raises ``ValueError``."""
-    folder = Path(data_dir or config.repo_data_dir()) / f"omniglot-{name}"
-    if not (folder / "model.pt").exists():
-        return None
-    record = json.loads((folder / "record.json").read_text())
-    if checkpoint_sha256(folder / "model.pt") != record["exported"]["sha256"]:
-        raise ValueError(f"{folder / 'model.pt'} does not match the SHA-256 in its record.json")
-    try:
-        recorded = TrainConfig(**record["config"])
-    except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{folder / 'record.json'} holds no valid training configuration ({err})") from None
-    if recorded != network_config(name):
-        raise ValueError(
-            f"{folder} is named network {name!r}, but its record.json was trained with another configuration "
-            f"({recorded}); put each network in its own folder data/omniglot-<name>"
-        )
-    return folder / "model.pt", record
-
-
-def resume_state(name: str, data_dir=None) -> Path | None:
-    """The committed resumable state ``data/omniglot-<name>/resume.pt`` of a network whose training did not
-    finish within one session (a ``last.pt`` with optimiser state), or ``None``."""
-    network_config(name)
-    path = Path(data_dir or config.repo_data_dir()) / f"omniglot-{name}" / "resume.pt"
-    return path if path.exists() else None
 
 
 def load_network(network: str | None = None, *, train_if_missing: bool = True, progress: bool = False, data_dir=None):

@@ -1,0 +1,106 @@
+"""The training recipes of the in-context transformer and the names of the trained networks (spec §B.6).
+
+:class:`TrainConfig` holds the paper's recipe; ``"quick"``, ``"paper"`` and ``"paper-seed<k>"`` name the
+networks the book trains (:func:`network_config`, :func:`network_name`).  This module imports neither torch
+nor numpy, so the command line checks ``--network`` before it loads them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from attention_paths.base import config
+
+__all__ = [
+    "EPISODES_PER_EPOCH",
+    "TrainConfig",
+    "TRAIN_CONFIGS",
+    "PRECISIONS",
+    "config_for",
+    "network_config",
+    "network_name",
+]
+
+EPISODES_PER_EPOCH = 527_878  # binom(1028, 2)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Training settings (defaults: the paper's recipe, spec §B.6)."""
+
+    d_model: int = 512
+    n_layers: int = 2
+    n_heads: int = 4
+    d_qk: int = 128
+    batch: int = 128
+    steps: int = 10 * (EPISODES_PER_EPOCH // 128)  # 10 epochs = 41,240 steps
+    lr: float = 3e-4
+    weight_decay: float = 5e-5
+    seed: int = 42
+    eval_every: int = 1000
+    val_episodes: int = 100 * 128
+    test_episodes: int = 2048
+    ood_episodes: int | None = None  # None: all MNIST / FashionMNIST episodes
+    drawing_seed: int = 0
+
+    def __post_init__(self):
+        if min(self.d_model, self.n_layers, self.n_heads, self.d_qk, self.batch, self.steps, self.eval_every) < 1:
+            raise ValueError(f"all sizes must be positive: {self}")
+        if self.lr <= 0 or self.weight_decay < 0:
+            raise ValueError(f"need lr > 0 and weight_decay >= 0: {self}")
+
+
+TRAIN_CONFIGS = {
+    "paper": TrainConfig(),
+    # the full architecture, trained briefly on a CPU (lower accuracy than the paper's recipe; say so)
+    "quick": TrainConfig(steps=4000, eval_every=250, val_episodes=2048, test_episodes=2048, ood_episodes=1000),
+}
+
+# training precisions (:func:`attention_paths.tasks.omniglot.training.train`)
+PRECISIONS = ("auto", "float32", "bfloat16", "float16")
+
+
+def config_for(scale: str | None = None, **overrides) -> TrainConfig:
+    """The training configuration of a scale or of a network name (:func:`network_config`), with optional
+    field overrides."""
+    if scale is not None and scale not in TRAIN_CONFIGS:
+        return replace(network_config(scale), **overrides)
+    return replace(TRAIN_CONFIGS[config.get_scale(scale)], **overrides)
+
+
+_SEEDED = re.compile(r"paper-seed(\d+)")
+
+
+def network_config(name: str) -> TrainConfig:
+    """The training configuration of a trained network's name.
+
+    ``"quick"`` (4,000 steps) and ``"paper"`` (the paper's recipe, seed 42) are the book's two networks;
+    ``"paper-seed<k>"`` is the paper's recipe with training seed ``k`` (initial weights, label-embedding
+    table and data order), a member of the ensemble of :mod:`attention_paths.tasks.omniglot.ensemble`.
+    Its committed files live in ``data/omniglot-<name>/``.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"a network name is a string such as 'paper' or 'paper-seed1', got {name!r}")
+    if name in TRAIN_CONFIGS:
+        return TRAIN_CONFIGS[name]
+    m = _SEEDED.fullmatch(name)
+    if m is None:
+        raise ValueError(f"unknown network {name!r}; networks are 'quick', 'paper' and 'paper-seed<k>' (k an integer)")
+    seed = int(m.group(1))
+    if seed == TRAIN_CONFIGS["paper"].seed or m.group(1) != str(seed):
+        raise ValueError(
+            f"network {name!r}: seed {TRAIN_CONFIGS['paper'].seed} is the network named 'paper', and a seed "
+            "is written without leading zeros"
+        )
+    return replace(TRAIN_CONFIGS["paper"], seed=seed)
+
+
+def network_name(cfg: TrainConfig) -> str:
+    """The name of the network a configuration trains (inverse of :func:`network_config`); a configuration
+    that is neither the quick one nor the paper's recipe with some seed raises ``ValueError``."""
+    if cfg == TRAIN_CONFIGS["quick"]:
+        return "quick"
+    if replace(cfg, seed=TRAIN_CONFIGS["paper"].seed) == TRAIN_CONFIGS["paper"]:
+        return "paper" if cfg.seed == TRAIN_CONFIGS["paper"].seed else f"paper-seed{cfg.seed}"
+    raise ValueError(f"configuration {cfg} is neither the quick network's nor the paper's recipe")
