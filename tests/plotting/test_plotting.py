@@ -35,7 +35,7 @@ def test_export_writes_pdf_and_svg(fig, tmp_path, monkeypatch):
     assert plt.fignum_exists(fig.number)
     assert tuple(fig.get_size_inches()) == size
     # a second export overwrites in place
-    assert plotting.export_figure(fig, "fig-test") == paths
+    assert plotting.export(fig, "fig-test") == paths
     assert len(list(out.iterdir())) == 2
 
 

@@ -245,3 +245,19 @@ def test_monte_carlo_errors_of_sampled_accuracy_and_U():
     assert np.isnan(one.accuracy_mcse(y))
     se = smp.U_mcse()
     assert se.shape == (3, 3) and np.all(se > 0) and np.all(se < 0.01)  # about 0.01 / sqrt(100 draws)
+
+
+def test_float64_is_on_before_the_first_jax_array():
+    """``sampling.nuts`` turns on JAX's float64 after its imports (issue 25: no import below a statement):
+    importing JAX and numpyro creates no array, so every array the samplers make is float64."""
+    import subprocess
+    import sys
+
+    code = (
+        "import gc, jax, jax.numpy, numpyro, numpyro.distributions, numpyro.infer\n"
+        "assert not [o for o in gc.get_objects() if isinstance(o, jax.Array)]\n"
+        "from attention_paths.sampling import nuts\n"
+        "assert jax.config.jax_enable_x64 and nuts.jnp.zeros(1).dtype == nuts.jnp.float64"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr

@@ -28,7 +28,6 @@ __all__ = [
     "use_style",
     "figsize",
     "export",
-    "export_figure",
 ]
 
 
@@ -155,6 +154,3 @@ def export(fig, name: str, formats: Sequence[str] = EXPORT_FORMATS) -> list[Path
                 os.unlink(tmp)
         raise
     return [final for _, final in temps]
-
-
-export_figure = export

@@ -10,7 +10,7 @@ from attention_paths.base import config
 from attention_paths.base.io import atomic_write_json
 from attention_paths.base.provenance import code_version, provenance
 
-__all__ = ["format_claims", "assert_claims", "record_claims", "claims_dir", "load_claim_records", "claims_markdown"]
+__all__ = ["format_claims", "assert_claims", "record_claims", "load_claim_records", "claims_markdown"]
 
 
 def format_claims(claims: list[dict], width: int = 88) -> str:
@@ -43,15 +43,10 @@ def assert_claims(
 
 
 # ------------------------------------------------------------------------------------------ records for the map
-def claims_dir() -> Path:
-    """Where chapters record their claims (:func:`attention_paths.base.config.claims_folder`)."""
-    return config.claims_folder()
-
-
 def record_claims(
     chapter: str, claims: list[dict], scale: str | None = None, expected_failures: dict | None = None
 ) -> Path:
-    """Write the claims a chapter computed to ``claims_dir()/<scale>/<chapter>.json`` (atomically), with the
+    """Write the claims a chapter computed to ``config.claims_folder()/<scale>/<chapter>.json`` (atomically), with the
     code version and time, for :func:`claims_markdown`."""
     scale = config.get_scale(scale)
     record = {
@@ -62,12 +57,12 @@ def record_claims(
         "code_version": code_version(),
         "provenance": provenance(),
     }
-    return atomic_write_json(claims_dir() / scale / f"{chapter}.json", record)
+    return atomic_write_json(config.claims_folder() / scale / f"{chapter}.json", record)
 
 
 def load_claim_records(scale: str | None = None) -> dict[str, dict]:
     """{chapter: record} of the claims recorded at ``scale``; unreadable records are skipped with a note."""
-    folder = claims_dir() / config.get_scale(scale)
+    folder = config.claims_folder() / config.get_scale(scale)
     out = {}
     for p in sorted(folder.glob("*.json")):
         try:

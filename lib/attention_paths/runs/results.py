@@ -44,7 +44,6 @@ __all__ = [
     "read_record",
     "file_hashes",
     "stage_state",
-    "results_dir",
     "load_stage_result",
     "result_or_compute",
     "trained_network",
@@ -353,17 +352,12 @@ def _record_problem(rec) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------ a reproduce output
-def results_dir() -> Path | None:
-    """The results folder the book renders from: ``$REPRO_RESULTS`` when set (a ``reproduce`` output), else
-    ``None`` (chapters compute live or read the committed results under ``data/``)."""
-    return config.results_folder()
-
-
 def load_stage_result(stage: str, folder=None) -> dict | None:
-    """The record of stage ``stage`` in a results folder (default :func:`results_dir`), after checking that
-    every file still matches it; ``None`` when there is no results folder or the stage has not run.
+    """The record of stage ``stage`` in a results folder (default: ``$REPRO_RESULTS``,
+    :func:`attention_paths.base.config.results_folder`), after checking that every file still matches it;
+    ``None`` when there is no results folder or the stage has not run.
     A damaged stage output raises ``ValueError``."""
-    folder = Path(folder) if folder is not None else results_dir()
+    folder = Path(folder) if folder is not None else config.results_folder()
     if folder is None or not (folder / stage).exists():
         return None
     state, reason = stage_state(folder / stage)
@@ -394,7 +388,7 @@ def result_or_compute(stage: str, compute, scale: str | None = None):
     must have been made at the chapter's scale and by this version of the code (same :func:`code_version`);
     otherwise this raises rather than show figures of other code or another scale.
     """
-    folder = results_dir()
+    folder = config.results_folder()
     if folder is None:
         print("Results: computed in this build.")
         return compute()
@@ -440,7 +434,7 @@ def stage_network(folder: Path):
 def trained_network(scale: str | None = None, network: str | None = None):
     """``(net, record)`` for a chapter: the ``train`` stage's network when ``$REPRO_RESULTS`` is set, else
     :func:`attention_paths.tasks.omniglot.training.load_network` of ``network`` (default: the scale's)."""
-    folder = results_dir()
+    folder = config.results_folder()
     if folder is None:
         return training.load_network(network or scale)
     record = load_stage_result("train", folder)

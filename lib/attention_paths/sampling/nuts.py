@@ -22,28 +22,25 @@ import warnings
 from dataclasses import asdict, replace
 
 import jax
+import jax.numpy as jnp
 import numpy as np
-
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
 
 with warnings.catch_warnings():
     # numpyro imports tqdm.auto, which warns inside a Jupyter kernel without ipywidgets; our bars are plain tqdm
     warnings.filterwarnings("ignore", message="IProgress not found")
-    import numpyro  # noqa: E402
-    import numpyro.distributions as dist  # noqa: E402
-    from numpyro.infer import MCMC, NUTS  # noqa: E402
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.infer import MCMC, NUTS
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", FutureWarning)
+from attention_paths.base.progress import quiet
+from attention_paths.sampling.diagnostics import chain_diagnostics, warn_if_bad
+from attention_paths.sampling.samples import PosteriorSamples, SamplerConfig
+from attention_paths.theory.architecture import Architecture
+from attention_paths.theory.checks import check_features, check_training_set
+from attention_paths.theory.kernels import PathKernel
 
-from attention_paths.base.progress import quiet  # noqa: E402
-from attention_paths.sampling.diagnostics import chain_diagnostics, warn_if_bad  # noqa: E402
-from attention_paths.sampling.samples import PosteriorSamples, SamplerConfig  # noqa: E402
-from attention_paths.theory.architecture import Architecture  # noqa: E402
-from attention_paths.theory.checks import check_features, check_training_set  # noqa: E402
-from attention_paths.theory.kernels import PathKernel  # noqa: E402
+# float64 before the first array: importing jax and numpyro creates none (checked in tests/sampling)
+jax.config.update("jax_enable_x64", True)
 
 __all__ = [
     "sample_full",

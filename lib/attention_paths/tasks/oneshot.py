@@ -1,6 +1,6 @@
 """The finite-width theory on top of the trained one-shot Omniglot transformer (spec experiments §B.7-B.11).
 
-The gradient-descent-trained network of :mod:`attention_paths.tasks.omniglot.training` fixes the attention: its trained
+The gradient-descent-trained network (:mod:`attention_paths.tasks.omniglot.training`) fixes the attention: its trained
 query/key weights and the token inputs ``x0`` go to the theory unchanged, and the value weights become
 Bayesian.  With ``L = 2`` layers of ``H = 4`` heads there are 16 attention paths and ``U`` is 16 x 16.
 
@@ -17,7 +17,8 @@ Pipeline (:func:`run_oneshot`):
 3. :func:`select_temperatures` -- per width, the temperature with the best accuracy on the validation set
    (our protocol) or on the test set itself (the paper's protocol).
 4. The ``N = 10``, ``tau = 0.5`` panel: ``U*``, head scores and the label alignment of the kernels.
-5. Rao-Blackwellised posterior sampling at ``N = 10`` (:func:`sample_oneshot`).
+5. Posterior sampling at ``N = 10`` (:func:`sample_oneshot`): full-weight NUTS at the paper scale (the
+   paper's protocol), Rao-Blackwellised NUTS at the quick scale (``--sampler`` chooses).
 
 ``python -m attention_paths omniglot-theory --scale {quick,paper} --out DIR`` writes ``summary.json`` and
 ``arrays.npz``; :func:`attention_paths.runs.results.load_run` reads them back (e.g. a paper-size run made elsewhere).
@@ -74,7 +75,6 @@ __all__ = [
     "features_to_path_inputs",
     "run_panel",
     "run_paired",
-    "format_grid",
     "format_selection",
     "save_oneshot_data",
     "load_oneshot_data",
@@ -811,14 +811,6 @@ def run_paired(run: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ tables
-def format_grid(grid_accuracy: dict, widths, taus, name: str = "test") -> str:
-    """Accuracy (%) on set ``name`` over the grid: one row per temperature, one column per width."""
-    a = np.asarray(grid_accuracy[name])
-    head = "tau \\ N " + "".join(f"{int(N):>7d}" for N in widths)
-    rows = [f"{t:<8g} " + "".join(f"{v:7.1f}" for v in a[i]) for i, t in enumerate(taus)]
-    return "\n".join([head] + rows)
-
-
 def format_selection(summary_or_res: dict, widths) -> str:
     """Test, MNIST and FashionMNIST accuracy at the selected temperatures, both protocols, with the GP."""
     sel = summary_or_res["select"]

@@ -1,4 +1,5 @@
-"""The theory: arrays in, arrays out, no files and no environment (spec T§1-T§14).
+"""The theory: arrays in, arrays out, no files (spec T§1-T§14).  It reads one setting, where the low-rank
+kernel products run (``$ATTENTION_PATHS_DEVICE``, through :func:`attention_paths.base.config.theory_device`).
 
 data -> tokens -> :mod:`.attention` (heads) -> :mod:`.paths` (path inputs and features) -> :mod:`.kernels`
 (path-path and renormalised kernels) -> :mod:`.action` (the action S(U) and its gradients, on an

@@ -8,7 +8,6 @@ runs over keys, so every column of an attention matrix ``Omega`` sums to one.
 from __future__ import annotations
 
 import math
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -123,7 +122,3 @@ def readout_vector(style: str, T: int) -> np.ndarray:
     else:
         raise ValueError(f"readout style must be 'last', 'mean' or 'first', got {style!r}")
     return r
-
-
-def heads_per_layer(layers: Sequence[AttentionLayer]) -> tuple[int, ...]:
-    return tuple(layer.n_heads for layer in layers)
