@@ -20,7 +20,7 @@ import numpy as np
 
 import attention_paths as ap
 from attention_paths import sampling as sp
-from attention_paths.tasks.hmc import make_hmc_task
+from attention_paths.tasks.markov import make_hmc_task
 
 
 def problem(name):

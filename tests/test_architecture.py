@@ -149,7 +149,7 @@ def test_jax_starts_only_when_a_sampler_is_used():
     """Importing every layer (the command line included) starts neither JAX nor arviz: JAX must see the CPU
     device count (XLA_FLAGS) that the command line sets before the first sampler call."""
     code = (
-        "import sys, attention_paths.__main__, attention_paths.runs.results, attention_paths.tasks.hmc, "
+        "import sys, attention_paths.__main__, attention_paths.runs.results, attention_paths.tasks.markov, "
         "attention_paths.sampling as s; assert 'jax' not in sys.modules and 'arviz' not in sys.modules; "
         "s.SamplerConfig; assert 'arviz' in sys.modules and 'jax' not in sys.modules; s.sample_full; "
         "assert 'jax' in sys.modules"

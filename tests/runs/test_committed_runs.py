@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from attention_paths.runs import results
-from attention_paths.tasks import hmc, oneshot, pruning
+from attention_paths.tasks import markov, oneshot, pruning
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 NETWORK_SHA = json.loads((DATA / "omniglot-paper" / "record.json").read_text())["exported"]["sha256"]
@@ -194,7 +194,7 @@ def test_hmc_paper_run_is_complete_mixed_and_agrees_with_a_fresh_theory():
     for name, sha in record["files_sha256"].items():
         assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == sha, name
     run = results.load_run(folder, "hmc")
-    paper = hmc.HMC_EXPERIMENT["paper"]
+    paper = markov.HMC_EXPERIMENT["paper"]
     assert run["config"]["sampler"]["num_chains"] >= 4 and run["config"]["sampler"]["num_samples"] >= 500
     keys = {(e["network"], e["N"], e["kind"]) for e in run["sampled"].values()}
     for net in ("main", "noisy"):
@@ -207,7 +207,7 @@ def test_hmc_paper_run_is_complete_mixed_and_agrees_with_a_fresh_theory():
         assert np.isfinite(y).all()
     ref = run["seed_sets"][0]
     assert ref["generator"] == "torch-reference"
-    task = hmc.make_hmc_task("main", hmc.HMCSeeds.reference(), paper["P"], paper["P_test"])
-    sw = hmc.theory_sweep(task, (10,), paper["tau"])
+    task = markov.make_hmc_task("main", markov.HMCSeeds.reference(), paper["P"], paper["P_test"])
+    sw = markov.theory_sweep(task, (10,), paper["tau"])
     assert abs(sw["accuracy"][0] - ref["main"][0]["accuracy_percent"]) < 1e-9
     np.testing.assert_allclose(sw["U"][0], np.asarray(ref["main"][0]["U"]), atol=1e-6)

@@ -301,7 +301,7 @@ def test_readorder_extension_moves_pages_last():
 
 
 def test_stored_hmc_result_keeps_the_headline_task_whole():
-    from attention_paths.tasks.hmc import HMCTask
+    from attention_paths.tasks.markov import HMCTask
 
     def task():
         z = np.zeros((3, 2))

@@ -10,7 +10,7 @@ from typing import Callable
 
 from attention_paths.base.provenance import provenance
 from attention_paths.runs import results
-from attention_paths.tasks import hmc, oneshot, pruning, toy
+from attention_paths.tasks import markov, oneshot, pruning, toy
 
 __all__ = ["EXPERIMENTS", "run_experiment"]
 
@@ -19,7 +19,7 @@ __all__ = ["EXPERIMENTS", "run_experiment"]
 EXPERIMENTS: dict[str, tuple[Callable, Callable]] = {
     "theory": (toy.theory_demo, toy.theory_summary),
     "posterior": (toy.posterior_check, toy.posterior_summary),
-    "hmc": (hmc.run_hmc, hmc.hmc_summary),
+    "hmc": (markov.run_hmc, markov.hmc_summary),
     "omniglot-theory": (oneshot.run_oneshot, oneshot.oneshot_summary),
     "pruning": (pruning.run_pruning, pruning.pruning_summary),
 }

@@ -8,12 +8,12 @@ import pytest
 import attention_paths as ap
 from attention_paths.runs import results
 from attention_paths.runs.claims import format_claims
-from attention_paths.tasks import hmc
+from attention_paths.tasks import markov
 
 
 def _noise_free(states):
     """One sequence [1, 231, 31] with the given 30 states (+-1), no noise."""
-    v_plus, v_minus = hmc.embeddings()
+    v_plus, v_minus = markov.embeddings()
     x = np.zeros((1, 231, 31))
     x[0, :200, 1:] = np.where(np.asarray(states)[None, :] > 0, v_plus[:, None], v_minus[:, None])
     x[0, 200:, :] = np.eye(31)
@@ -21,7 +21,7 @@ def _noise_free(states):
 
 
 def test_shapes_bos_positions_and_class_order():
-    x, y, states = hmc.make_sequences(10, seed=3)
+    x, y, states = markov.make_sequences(10, seed=3)
     assert x.shape == (10, 231, 31) and y.shape == (10,) and states.shape == (10, 30)
     np.testing.assert_array_equal(y, [1] * 5 + [-1] * 5)
     assert np.all(x[:, :200, 0] == 0.0)  # BOS features: zero and noise-free
@@ -30,13 +30,13 @@ def test_shapes_bos_positions_and_class_order():
 
 
 def test_embeddings_are_orthogonal_with_norm_200():
-    vp, vm = hmc.embeddings()
+    vp, vm = markov.embeddings()
     assert vp @ vm == 0.0 and vp @ vp == pytest.approx(200.0) and vm @ vm == pytest.approx(200.0)
 
 
 def test_empirical_stay_probabilities_per_class():
     P = 4000
-    _, y, s = hmc.make_sequences(P, seed=11)
+    _, y, s = markov.make_sequences(P, seed=11)
     stay = s[:, 1:] == s[:, :-1]
     n = stay[y > 0].size  # 58,000 transitions per class; standard error about 0.002
     assert stay[y > 0].mean() == pytest.approx(0.7, abs=5 * np.sqrt(0.21 / n))
@@ -47,8 +47,8 @@ def test_empirical_stay_probabilities_per_class():
 def test_noise_components_have_their_own_strengths():
     """sigma_sum, sigma_diff act in the (v+, v-) plane, sigma_perp (the paper's) out of it."""
     s_sum, s_diff, s_perp = 0.5, 2.0, 3.0
-    x, _, states = hmc.make_sequences(400, seed=5, sigma_sum=s_sum, sigma_diff=s_diff, sigma_perp=s_perp)
-    vp, vm = hmc.embeddings()
+    x, _, states = markov.make_sequences(400, seed=5, sigma_sum=s_sum, sigma_diff=s_diff, sigma_perp=s_perp)
+    vp, vm = markov.embeddings()
     emb = np.where(states[:, None, :] > 0, vp[None, :, None], vm[None, :, None])
     eta = x[:, :200, 1:] - emb  # [P, 200, 30]
     e_sum = (vp + vm) / np.linalg.norm(vp + vm)
@@ -64,18 +64,18 @@ def test_noise_components_have_their_own_strengths():
 
 
 def test_generator_is_reproducible_from_its_seed():
-    a = hmc.make_sequences(20, seed=27)
-    b = hmc.make_sequences(20, seed=27)
-    c = hmc.make_sequences(20, seed=28)
+    a = markov.make_sequences(20, seed=27)
+    b = markov.make_sequences(20, seed=27)
+    c = markov.make_sequences(20, seed=28)
     for u, v in zip(a, b):
         np.testing.assert_array_equal(u, v)
     assert not np.array_equal(a[0], c[0])
-    np.testing.assert_array_equal(hmc.random_head(147), hmc.random_head(147))
+    np.testing.assert_array_equal(markov.random_head(147), markov.random_head(147))
 
 
 def test_good_head_attends_to_previous_same_state_token_else_bos():
     states = np.array([1, 1, -1, -1, -1, 1, -1, 1, 1, 1] * 3, dtype=float)
-    omega = ap.WFormHeads(hmc.good_head()).attention(_noise_free(states))[0, 0].numpy()  # [key s, query t]
+    omega = ap.WFormHeads(markov.good_head()).attention(_noise_free(states))[0, 0].numpy()  # [key s, query t]
     np.testing.assert_allclose(omega[:, 0], 1 / 31, rtol=1e-12)  # the BOS query: all scores zero
     for t in range(1, 31):  # token t carries state t-1 of the chain
         same_as_prev = t >= 2 and states[t - 1] == states[t - 2]
@@ -84,21 +84,21 @@ def test_good_head_attends_to_previous_same_state_token_else_bos():
         else:
             assert np.argmax(omega[:, t]) == 0 and omega[0, t] > 0.8
     # scores after beta: previous same-state 20, BOS 15, other same-state 10, other-state <= 0
-    A = ap.WFormHeads(hmc.good_head()).scores(_noise_free(states))[0, 0].numpy()
+    A = ap.WFormHeads(markov.good_head()).scores(_noise_free(states))[0, 0].numpy()
     assert A[1, 2] == pytest.approx(20.0) and A[0, 5] == pytest.approx(15.0)
     assert A[1, 6] == pytest.approx(10.0) and A[2, 3] == pytest.approx(0.0) and A[1, 3] == pytest.approx(-10.0)
 
 
 def test_uniform_head_and_zero_random_head_attend_uniformly():
-    x, _, _ = hmc.make_sequences(4, seed=1, sigma_perp=5.0)
-    for W in (hmc.uniform_head(), hmc.random_head(147, eps=0.0)):
+    x, _, _ = markov.make_sequences(4, seed=1, sigma_perp=5.0)
+    for W in (markov.uniform_head(), markov.random_head(147, eps=0.0)):
         omega = ap.WFormHeads(W).attention(x).numpy()
         np.testing.assert_allclose(omega, 1 / 31, rtol=1e-12)
-    assert np.all(hmc.random_head(3, eps=0.0) == 0.0)
+    assert np.all(markov.random_head(3, eps=0.0) == 0.0)
 
 
 def test_random_head_block_scales():
-    W = hmc.random_head(0) / hmc.BETA
+    W = markov.random_head(0) / markov.BETA
     assert W[:200, :200].std() == pytest.approx(1 / 200, rel=0.02)
     assert W[200:, 200:].std() == pytest.approx(1.0, rel=0.15)
     assert W[:200, 200:].std() == pytest.approx(1 / np.sqrt(200), rel=0.05)
@@ -107,8 +107,8 @@ def test_random_head_block_scales():
 
 @pytest.fixture(scope="module")
 def small_tasks():
-    seeds = hmc.HMCSeeds()
-    return {name: hmc.make_hmc_task(name, seeds, P=40, P_test=60) for name in ("main", "g", "g+d", "noisy")}
+    seeds = markov.HMCSeeds()
+    return {name: markov.make_hmc_task(name, seeds, P=40, P_test=60) for name in ("main", "g", "g+d", "noisy")}
 
 
 def test_reference_networks_equal_sub_order_parameters(small_tasks):
@@ -117,11 +117,11 @@ def test_reference_networks_equal_sub_order_parameters(small_tasks):
     for sub, paths in (("g", [0]), ("g+d", [0, 2])):
         t = small_tasks[sub]
         direct = ap.predict(np.eye(t.n_paths), t.features_train, t.y_train, 0.01, t.features_test)
-        via = ap.predict(hmc.subnetwork_U(4, paths), main.features_train, main.y_train, 0.01, main.features_test)
+        via = ap.predict(markov.subnetwork_U(4, paths), main.features_train, main.y_train, 0.01, main.features_test)
         np.testing.assert_allclose(via.mean, direct.mean, rtol=1e-9, atol=1e-11)
         np.testing.assert_allclose(via.var, direct.var, rtol=1e-9, atol=1e-11)
-    np.testing.assert_array_equal(hmc.single_path_U(4, 0), hmc.subnetwork_U(4, [0]))
-    assert hmc.single_path_U(4, 2, separate_network=False)[2, 2] == 1.0
+    np.testing.assert_array_equal(markov.single_path_U(4, 0), markov.subnetwork_U(4, [0]))
+    assert markov.single_path_U(4, 2, separate_network=False)[2, 2] == 1.0
 
 
 def test_networks_have_the_documented_paths(small_tasks):
@@ -136,33 +136,33 @@ def test_networks_have_the_documented_paths(small_tasks):
 
 def test_ablations_and_bad_input():
     U = np.array([[3.0, -1.5], [-1.5, 1.2]])
-    a = hmc.ablations(U)
+    a = markov.ablations(U)
     np.testing.assert_array_equal(a["diagonal_only"], np.diag([3.0, 1.2]))
     np.testing.assert_array_equal(a["equalised_diagonal"], [[3.0, -1.5], [-1.5, 3.0]])
     with pytest.raises(ValueError, match="2-path"):
-        hmc.ablations(np.eye(4))
+        markov.ablations(np.eye(4))
     with pytest.raises(ValueError, match="even"):
-        hmc.make_sequences(7, seed=0)
+        markov.make_sequences(7, seed=0)
     with pytest.raises(ValueError, match="network"):
-        hmc.make_hmc_task("five-path")
+        markov.make_hmc_task("five-path")
     with pytest.raises(ValueError, match="probability"):
-        hmc.sample_states(3, 1.5, np.random.default_rng(0))
+        markov.sample_states(3, 1.5, np.random.default_rng(0))
     with pytest.raises(ValueError, match="subset"):
-        hmc.subnetwork_U(4, [4])
+        markov.subnetwork_U(4, [4])
 
 
 @pytest.fixture(scope="module")
 def theory_res():
     """The chapter's theory at the paper's sizes on the reference's inputs and 5 numpy seed sets, without
     sampling (about 20 s)."""
-    return hmc.run_hmc("quick", sample=False)
+    return markov.run_hmc("quick", sample=False)
 
 
 @pytest.mark.slow
 def test_paper_claims_hold_for_the_theory(theory_res):
     """H1-H5, H7-H10 on the paper-sized theory, on the reference's inputs (the headline) and 5 numpy sets."""
     assert [s["seeds"].generator for s in theory_res["sets"]] == ["torch-reference"] + ["numpy-pcg64"] * 5
-    claims = hmc.hmc_claims(theory_res)
+    claims = markov.hmc_claims(theory_res)
     assert {c["id"] for c in claims} >= {"H1", "H2", "H3", "H4", "H5", "H7", "H7b", "H8", "H8b", "H9", "H10"}
     failed = [c for c in claims if not c["passed"]]
     assert not failed, failed
@@ -172,15 +172,15 @@ def test_paper_claims_hold_for_the_theory(theory_res):
             assert r.converged and r.hessian_min_eig > 0
     text = format_claims(claims)
     assert text.count("[pass]") == len(claims) and "FAIL" not in text
-    assert len(hmc.format_seed_sets(theory_res).splitlines()) == 1 + len(theory_res["sets"])
-    assert len(hmc.format_sweep(theory_res["sets"][0]["sweep"]).splitlines()) == 1 + 7
+    assert len(markov.format_seed_sets(theory_res).splitlines()) == 1 + len(theory_res["sets"])
+    assert len(markov.format_sweep(theory_res["sets"][0]["sweep"]).splitlines()) == 1 + 7
 
 
 @pytest.mark.slow
 def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     """A short sampling run goes through the CLI's summary, is reloaded by results.load_run and matches."""
 
-    cfg = dict(hmc.HMC_EXPERIMENT["quick"])
+    cfg = dict(markov.HMC_EXPERIMENT["quick"])
     cfg["sampling"] = {"main": {"rb": (10,), "full": ()}, "noisy": {"rb": (), "full": ()}}
     cfg["sampler"] = dict(num_chains=2, num_warmup=60, num_samples=60, seed=3)
     from attention_paths.sampling import SamplingWarning
@@ -188,9 +188,9 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     res = dict(theory_res)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplingWarning)  # a deliberately short run
-        res["samples"] = hmc.sample_hmc(theory_res["sets"][0], cfg)
+        res["samples"] = markov.sample_hmc(theory_res["sets"][0], cfg)
     smp = res["samples"]["main"][10]["rb"]
-    summary, arrays = hmc.hmc_summary(res)
+    summary, arrays = markov.hmc_summary(res)
     summary["provenance"] = {"git_commit": None, "platform": "test", "time_utc": "now"}
     results.write(tmp_path, summary, arrays)
     loaded = results.load_run(tmp_path, "hmc")
@@ -201,9 +201,9 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     np.testing.assert_allclose(e["arrays"]["mean"], smp.predictive_mean)
     assert e["accuracy_percent"] == smp.accuracy(theory_res["sets"][0]["main"].y_test)
     # even a short run reproduces the theory's signs and its accuracy within a few points (H6)
-    records = hmc.sampling_records(res, loaded)
+    records = markov.sampling_records(res, loaded)
     assert [r["source"] for r in records] == ["this build", "committed"]
-    assert len(hmc.format_sampling(records, res).splitlines()) == 3
+    assert len(markov.format_sampling(records, res).splitlines()) == 3
     Ustar = theory_res["sets"][0]["sweep"]["U"][0]
     big = np.abs(Ustar) > 0.1 * np.abs(Ustar).max()
     assert np.all(np.sign(smp.U_hat[big]) == np.sign(Ustar[big]))
@@ -223,24 +223,26 @@ def test_reference_generator_reproduces_the_fixture():
     from attention_paths.theory.attention import WFormHeads
 
     close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)  # noqa: E731
-    x, y, _ = hmc.make_sequences(100, 27, generator="torch-reference")
+    x, y, _ = markov.make_sequences(100, 27, generator="torch-reference")
     close(x[0, 0:4, 1], [1.6084414935410303, 0.6338303416762094, 0.5846140926442436, 0.20068297823261472])
     close(x[99, 150:153, 30], [1.6333492036122481, 0.02391257303780906, -1.0511556829631015])
     close([x.sum(), (x**2).sum()], [427198.1085637879, 1204455.9948538989])
-    xt, _, _ = hmc.make_sequences(1000, 59, generator="torch-reference")
+    xt, _, _ = markov.make_sequences(1000, 59, generator="torch-reference")
     close([xt[:200].sum(), (xt[:200] ** 2).sum()], [855646.3757891245, 2408629.5421716701])
-    xn, _, _ = hmc.make_sequences(100, 27, generator="torch-reference", sigma_perp=5.0)
+    xn, _, _ = markov.make_sequences(100, 27, generator="torch-reference", sigma_perp=5.0)
     close(xn[0, 0:4, 1], [2.132522692442712, -2.740533066881391, -2.9866143120412207, -4.906269884099365])
     close([xn.sum(), (xn**2).sum()], [427198.1085637879, 15471569.4458234757])
-    xnt, _, _ = hmc.make_sequences(1000, 59, generator="torch-reference", sigma_perp=5.0)
+    xnt, _, _ = markov.make_sequences(1000, 59, generator="torch-reference", sigma_perp=5.0)
     close((xnt[:200] ** 2).sum(), 30905266.1680784822)
     s = np.arange(31)
     om1 = (
-        WFormHeads(np.stack([hmc.good_head(), hmc.random_head(147, generator="torch-reference")])).attention(x).numpy()
+        WFormHeads(np.stack([markov.good_head(), markov.random_head(147, generator="torch-reference")]))
+        .attention(x)
+        .numpy()
     )
     close([(om1[:, h] * s[None, :, None]).sum() for h in range(2)], [27123.764996441172, 47256.338216401025])
     om2 = (
-        WFormHeads(np.stack([hmc.uniform_head(), hmc.random_head(247, generator="torch-reference")]))
+        WFormHeads(np.stack([markov.uniform_head(), markov.random_head(247, generator="torch-reference")]))
         .attention(x)
         .numpy()
     )
@@ -251,8 +253,8 @@ def test_reference_generator_reproduces_the_fixture():
 
 
 def test_switching_generators_changes_only_the_draws():
-    ref = hmc.make_hmc_task("main", hmc.HMCSeeds.reference(), P=20, P_test=20)
-    own = hmc.make_hmc_task("main", hmc.HMCSeeds(), P=20, P_test=20)
+    ref = markov.make_hmc_task("main", markov.HMCSeeds.reference(), P=20, P_test=20)
+    own = markov.make_hmc_task("main", markov.HMCSeeds(), P=20, P_test=20)
     assert not np.allclose(ref.x_train, own.x_train)
     np.testing.assert_array_equal(ref.y_train, own.y_train)  # same layout: +1 block, then -1 block
     np.testing.assert_array_equal(ref.x_train[:, 200:], own.x_train[:, 200:])  # one-hot positions
@@ -265,15 +267,15 @@ def test_switching_generators_changes_only_the_draws():
     np.testing.assert_allclose(
         ref.features_train, ap.path_features(ap.path_inputs(ref.x_train, ref.layers, ref.readout)), rtol=1e-14
     )
-    noisy = hmc.make_hmc_task("noisy", hmc.HMCSeeds.reference(), P=20, P_test=20)
+    noisy = markov.make_hmc_task("noisy", markov.HMCSeeds.reference(), P=20, P_test=20)
     np.testing.assert_array_equal(noisy.layers[0].W[1].numpy(), 0.0)  # eps = 0: the uniform head, no draws
     with pytest.raises(ValueError, match="generator"):
-        hmc.HMCSeeds(generator="mt19937")
+        markov.HMCSeeds(generator="mt19937")
 
 
 def test_shifted_seed_sets_keep_their_generator_and_seeds_are_integers():
     """Issue 24, group 3: the reference's generator survives a shift; a seed of 1.5 is not silently 1."""
-    from attention_paths.tasks.hmc import HMCSeeds, make_sequences, random_head
+    from attention_paths.tasks.markov import HMCSeeds, make_sequences, random_head
 
     ref = HMCSeeds.reference().shifted(1)
     assert ref.generator == "torch-reference" and (ref.train, ref.test, ref.random_1, ref.random_2) == (

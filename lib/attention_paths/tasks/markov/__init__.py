@@ -1,0 +1,106 @@
+"""The hidden-Markov-chain sequence classification task of the paper (spec experiments §A).
+
+A sequence is 30 hidden states in {+, -}; class ``y = +1`` repeats the previous state with probability
+0.7, class ``y = -1`` with probability 0.3.  Each state is embedded as ``v_state + eta`` in 200
+dimensions, a zero beginning-of-sequence (BOS) token is prepended and every token gets a one-hot
+position code, so an input is ``x in R^{231 x 31}`` (``N0 = 231``, ``T = 31``).
+
+Noise naming (the spec's "naming trap"): the generator draws three independent noise components,
+
+============================  ==========================  =================================  =========
+component                     direction                   reference implementation option    here
+============================  ==========================  =================================  =========
+paper "parallel" noise        along ``v+ + v-``           "parallel"                         ``sigma_sum``
+paper "parallel" noise        along ``v+ - v-``           "perpendicular"                    ``sigma_diff``
+paper ``sigma_perp``          198-dim out-of-plane        "out-of-plane"                     ``sigma_perp``
+============================  ==========================  =================================  =========
+
+so the paper's ``sigma_perp = 5`` ("noisier data") is ``sigma_perp=5`` here and "perpendicular = 5"
+nowhere.
+
+Heads are W-form matrices (T§2.2) with inverse temperature ``beta = 10``: the *good* head attends to the
+previous token when it is in the same state and to the (zero) BOS token otherwise; the *uniform* head
+attends uniformly; a *random* head has Gaussian entries and gives sharp, task-irrelevant attention.
+
+The task is called ``markov`` (not ``hmc``): the project's samplers are Hamiltonian Monte Carlo.  Its
+modules: :mod:`.data` (sequences), :mod:`.heads`, :mod:`.task` (seeds, the network's features, path
+order parameters), :mod:`.mechanism` (the g-d mechanism), :mod:`.experiment` (sizes, run, summary),
+:mod:`.claims` and :mod:`.tables`.  The command line's experiment keeps the name ``hmc``.
+"""
+
+from attention_paths.tasks.markov.claims import hmc_claims
+from attention_paths.tasks.markov.data import (
+    BETA,
+    GENERATORS,
+    N_FEATURES,
+    N_STATES,
+    embeddings,
+    make_sequences,
+    sample_states,
+)
+from attention_paths.tasks.markov.experiment import (
+    HMC_EXPERIMENT,
+    ablations,
+    hmc_summary,
+    run_hmc,
+    sample_hmc,
+    seed_set_summary,
+    theory_sweep,
+)
+from attention_paths.tasks.markov.heads import good_head, random_head, uniform_head
+from attention_paths.tasks.markov.mechanism import (
+    cross_weight_ratio,
+    difference_order_parameter,
+    difference_scan,
+    repeat_coordinate,
+)
+from attention_paths.tasks.markov.tables import format_sampling, format_seed_sets, format_sweep, sampling_records
+from attention_paths.tasks.markov.task import (
+    MAIN_ORDER,
+    MAIN_PATHS,
+    NOISY_PATHS,
+    HMCSeeds,
+    HMCTask,
+    make_hmc_task,
+    seed_set_label,
+    single_path_U,
+    subnetwork_U,
+)
+
+__all__ = [
+    "N_FEATURES",
+    "BETA",
+    "N_STATES",
+    "embeddings",
+    "sample_states",
+    "make_sequences",
+    "GENERATORS",
+    "HMCSeeds",
+    "HMCTask",
+    "make_hmc_task",
+    "MAIN_PATHS",
+    "MAIN_ORDER",
+    "NOISY_PATHS",
+    "single_path_U",
+    "subnetwork_U",
+    "seed_set_label",
+    "good_head",
+    "uniform_head",
+    "random_head",
+    "repeat_coordinate",
+    "difference_order_parameter",
+    "cross_weight_ratio",
+    "difference_scan",
+    "HMC_EXPERIMENT",
+    "theory_sweep",
+    "ablations",
+    "seed_set_summary",
+    "run_hmc",
+    "sample_hmc",
+    "hmc_summary",
+    "hmc_claims",
+    "format_sweep",
+    "sampling_records",
+    "format_sampling",
+    "format_seed_sets",
+]
