@@ -1,0 +1,209 @@
+"""What the theory takes from the trained one-shot Omniglot transformer (spec §B.7-B.8): the path features,
+targets and network outputs of a balanced training set and of the evaluation sets (:func:`extract`,
+:class:`OneShotData`), saved and reloaded, and the gradient-descent order parameter."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from attention_paths.base.io import atomic_savez, load_npz
+from attention_paths.base.progress import progress_bar
+from attention_paths.tasks.omniglot.data import load_ood, load_split
+from attention_paths.tasks.omniglot.episodes import Episodes, fixed_episodes, ood_episodes, sample_episodes
+from attention_paths.tasks.omniglot.recipe import TrainConfig
+from attention_paths.theory.paths import path_features, path_inputs
+
+__all__ = [
+    "SET_TITLES",
+    "EVAL_SETS",
+    "OneShotData",
+    "balanced_indices",
+    "extract",
+    "gd_order_parameter",
+    "features_to_path_inputs",
+    "save_oneshot_data",
+    "load_oneshot_data",
+]
+
+
+HEADS = (4, 4)
+EVAL_SETS = ("val", "test", "MNIST", "FashionMNIST")
+
+
+SET_TITLES = {
+    "val": "Omniglot meta-validation",
+    "test": "Omniglot meta-test (in distribution)",
+    "MNIST": "MNIST 0 vs 1 (out of distribution)",
+    "FashionMNIST": "FashionMNIST T-shirt vs trouser (OOD)",
+}
+
+
+@dataclass
+class OneShotData:
+    """Theory inputs extracted from a trained network.
+
+    features : {set: [n, 192, 16] path features} for ``"train"`` and the evaluation sets
+    y : {set: [n] targets +-1}; every set is balanced and stored as its +1 block, then its -1 block
+    network_output : {set: [n] output of the trained network (float64) on the same episodes}
+    U_gd : [16, 16] gradient-descent order parameter (:func:`gd_order_parameter`)
+    info : sizes, seeds, episode counts and the network's record
+    """
+
+    features: dict
+    y: dict
+    network_output: dict
+    U_gd: np.ndarray
+    info: dict = field(default_factory=dict)
+
+    def network_accuracy(self, name: str) -> float:
+        """Accuracy (%) of the trained network on set ``name`` (an output of exactly 0 counts as -1)."""
+        return 100.0 * float(np.mean(np.where(self.network_output[name] > 0, 1.0, -1.0) == self.y[name]))
+
+
+def save_oneshot_data(data: OneShotData, path) -> Path:
+    """Write an extraction to one ``.npz`` file, atomically (reload with :func:`load_oneshot_data`)."""
+    arrays = {"U_gd": data.U_gd, "info_json": np.array(json.dumps(data.info, default=str))}
+    for field_name in ("features", "y", "network_output"):
+        for k, v in getattr(data, field_name).items():
+            arrays[f"{field_name}/{k}"] = v
+    return atomic_savez(path, **arrays)
+
+
+def load_oneshot_data(path) -> OneShotData:
+    """An extraction written by :func:`save_oneshot_data`; a damaged or foreign file raises ``ValueError``."""
+    arrays = load_npz(path)
+    try:
+        parts = {
+            f: {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith(f + "/")}
+            for f in ("features", "y", "network_output")
+        }
+        data = OneShotData(
+            parts["features"], parts["y"], parts["network_output"], arrays["U_gd"], json.loads(str(arrays["info_json"]))
+        )
+    except (KeyError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path} is not a saved one-shot extraction ({err})") from None
+    missing = [s for s in ("train",) + EVAL_SETS if s not in data.features or s not in data.y]
+    if missing:
+        raise ValueError(f"{path} lacks the set(s) {missing}")
+    return data
+
+
+def balanced_indices(y, n_per_label: int) -> np.ndarray:
+    """Positions of the first ``n_per_label`` targets equal to +1, then of the first ``n_per_label`` equal to -1.
+
+    Raises ``ValueError`` when a label has fewer (spec OP-E7: the pool must hold enough of each label).
+    """
+    y = np.asarray(y)
+    pos, neg = np.flatnonzero(y > 0), np.flatnonzero(y < 0)
+    if min(len(pos), len(neg)) < n_per_label:
+        raise ValueError(
+            f"need {n_per_label} episodes per label, the pool has {len(pos)} (+1) and {len(neg)} (-1); "
+            "draw a larger pool"
+        )
+    return np.concatenate([pos[:n_per_label], neg[:n_per_label]])
+
+
+def gd_order_parameter(net) -> np.ndarray:
+    """Gram matrix of the trained path weights ``w^pi = a^T V^(2,h2) V^(1,h1)`` (spec §B.10-3), [16, 16].
+
+    No width normalisation and without the ``1/sqrt(H^L)`` head-sum factor: only its pattern is
+    comparable with the theory's ``U`` (spec OP-T7).
+    """
+    w = net.path_weights() * float(np.sqrt(np.prod([net.n_heads] * net.n_layers)))
+    return (w @ w.T).numpy()
+
+
+@torch.no_grad()
+def _features_and_outputs(net, episodes, batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    layers = net.theory_layers()
+    r = np.full(net.positions.shape[0], 1.0 / net.positions.shape[0])
+    feats, outs = [], []
+    for i in range(0, len(episodes), batch):
+        x0 = net.tokens((episodes.images[i : i + batch], episodes.labels[i : i + batch]))  # float64 [B, 48, 192]
+        feats.append(path_features(path_inputs(x0.transpose(1, 2), layers, r)))
+        outs.append(net(x0).numpy())
+    return np.concatenate(feats), np.concatenate(outs)
+
+
+def extract(net, cfg: dict, root=None, record: dict | None = None, progress: bool = False) -> OneShotData:
+    """Path features, targets and network outputs of the training and evaluation sets (spec §B.7-B.8).
+
+    * training: the first ``train_batches`` x 128 training episodes, re-drawn from the training seed (so they
+      repeat the network's first training batches, spec §F-16); the first ``P/2`` of each label;
+    * ``val`` / ``test``: a pool of ``eval_pool`` seeded episodes of the meta-validation / meta-test
+      characters (the training run's own evaluation seeds), the first ``n_eval/2`` of each label;
+    * ``MNIST`` / ``FashionMNIST``: class-0 episodes ``0 .. n_eval/2 - 1`` and class-1 episodes
+      ``n0 .. n0 + n_eval/2 - 1`` (spec §B.8).
+
+    The network is copied to float64; ``x0`` and the attention are recomputed in float64 (spec §F-20).
+    """
+    tcfg = TrainConfig(
+        **{k: v for k, v in (record or {}).get("config", {}).items() if k in TrainConfig.__dataclass_fields__}
+    )
+    if cfg["P"] % 2 or cfg["n_eval"] % 2:
+        raise ValueError(f"P and n_eval must be even (balanced sets), got {cfg['P']} and {cfg['n_eval']}")
+    net64 = copy.deepcopy(net).double().eval()
+    net64.set_pruned(())
+    rng = np.random.default_rng(tcfg.seed)
+    train_images = load_split("train", root).images
+    pool = [
+        sample_episodes(train_images, tcfg.batch, rng, drawing_seed=tcfg.drawing_seed)
+        for _ in range(cfg["train_batches"])
+    ]
+    ys = np.concatenate([e.y for e in pool])
+    idx = balanced_indices(ys, cfg["P"] // 2)
+    sets = {"train": _concat(pool).subset(idx)}
+    half = cfg["n_eval"] // 2
+    for name, split, seed in (("val", "val", 1000 + tcfg.seed), ("test", "test", 2000 + tcfg.seed)):
+        eps = fixed_episodes(load_split(split, root).images, cfg["eval_pool"], seed, tcfg.drawing_seed)
+        sets[name] = eps.subset(balanced_indices(eps.y, half))
+    ood_counts = {}
+    for name in ("MNIST", "FashionMNIST"):
+        ood = load_ood(name, root)
+        n0 = int((ood["test_labels"] == 0).sum())
+        ood_counts[name] = {"class0": n0, "class1": int(len(ood["test_labels"]) - n0)}
+        # class 1 first: every set is stored as its +1 block, then its -1 block
+        sets[name] = ood_episodes(ood, np.concatenate([n0 + np.arange(half), np.arange(half)]))
+    features, y, outputs = {}, {}, {}
+    for name, eps in progress_bar(list(sets.items()), desc="extract", disable=not progress):
+        features[name], outputs[name] = _features_and_outputs(net64, eps)
+        y[name] = eps.y.astype(np.float64)
+    info = {
+        "P": cfg["P"],
+        "n_eval": cfg["n_eval"],
+        "train_pool": int(len(ys)),
+        "eval_pool": cfg["eval_pool"],
+        "train_seed": tcfg.seed,
+        "drawing_seed": tcfg.drawing_seed,
+        "ood_counts": ood_counts,
+        "network_sha256": (record or {}).get("sha256"),
+        "network_source": (record or {}).get("source"),
+    }
+    return OneShotData(features, y, outputs, gd_order_parameter(net64), info)
+
+
+def _concat(parts):
+    return Episodes(
+        *(np.concatenate([getattr(p, f) for p in parts]) for f in ("images", "labels", "y", "classes", "query_class"))
+    )
+
+
+def _eval_stack(data: OneShotData):
+    X = np.concatenate([data.features[s] for s in EVAL_SETS])
+    bounds = np.cumsum([0] + [len(data.y[s]) for s in EVAL_SETS])
+    return X, {s: slice(bounds[i], bounds[i + 1]) for i, s in enumerate(EVAL_SETS)}
+
+
+def features_to_path_inputs(features) -> np.ndarray:
+    """Path inputs ``xi`` [P, Pi, N0] of path features [P, N0, Pi] made with ``sigma0_2 = 1`` (the inverse of
+    :func:`attention_paths.theory.paths.path_features`): ``xi = Xi^T sqrt(N0 Pi)``."""
+    F = np.asarray(features, dtype=np.float64)
+    if F.ndim != 3:
+        raise ValueError(f"path features must have shape [P, N0, Pi], got {F.shape}")
+    return np.ascontiguousarray(F.transpose(0, 2, 1) * np.sqrt(F.shape[1] * F.shape[2]))

@@ -1,0 +1,242 @@
+"""The omniglot_theory chapter's computation: its sizes per scale (:data:`ONESHOT_EXPERIMENT`), the run
+(:func:`run_oneshot`) and the JSON record and arrays of its results folder (:func:`oneshot_summary`)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from attention_paths.base.config import get_scale
+from attention_paths.tasks.omniglot.training import load_network
+from attention_paths.tasks.oneshot.claims import oneshot_claims
+from attention_paths.tasks.oneshot.data import EVAL_SETS, HEADS, OneShotData, _eval_stack, extract
+from attention_paths.tasks.oneshot.grid import edge_scan, gp_line, panel, select_temperatures, theory_grid
+from attention_paths.tasks.oneshot.posterior import _sample_agreement, sample_oneshot, with_budget
+from attention_paths.theory.action import Action
+from attention_paths.theory.architecture import Architecture
+from attention_paths.theory.kernels import PathKernel
+from attention_paths.theory.predictor import predict
+from attention_paths.theory.solver import solve
+
+__all__ = ["ONESHOT_EXPERIMENT", "run_oneshot", "oneshot_summary"]
+
+
+_PAPER_GRID = dict(
+    widths=(10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000),
+    taus=(0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5),
+)
+
+
+ONESHOT_EXPERIMENT = {
+    # spec §B.8-B.9: P = 600, 1000 episodes per evaluation set, the 10 x 10 grid.  Sampling: the paper runs
+    # 10 chains x (100 + 100); full-weight NUTS is ~15x faster per effective sample than the Rao-Blackwellised
+    # sampler at P = 600 (benchmarks/README.md) but needs a longer warm-up, so 4 chains x (500 + 500)
+    "paper": dict(
+        network="paper",
+        P=600,
+        n_eval=1000,
+        train_batches=16,
+        eval_pool=2048,
+        **_PAPER_GRID,
+        gp_taus=(0.25, 0.1, 0.075, 0.05, 0.025),
+        panel_N=10,
+        panel_tau=0.5,
+        n_align=50,
+        edge_taus=(2.0, 3.0, 5.0, 10.0),  # beyond the grid's edge, at the smallest width (not the paper's)
+        sampling=dict(
+            widths=(10,),
+            tau=0.5,
+            kind="full",
+            sampler=dict(num_chains=4, num_warmup=500, num_samples=500, seed=1, chain_method="parallel"),
+        ),
+    ),
+    # spec §E.4: reduced P, evaluation sets, widths and temperatures; a short sampling run
+    "quick": dict(
+        network="quick",
+        P=200,
+        n_eval=400,
+        train_batches=4,
+        eval_pool=2048,
+        widths=(10, 100, 1000, 10000),
+        taus=(0.1, 0.25, 0.5, 1.0),
+        gp_taus=(0.25, 0.1, 0.075, 0.05, 0.025),
+        panel_N=10,
+        panel_tau=0.5,
+        n_align=50,
+        sampling=dict(
+            widths=(10,),
+            tau=0.5,
+            kind="rao-blackwell",
+            sampler=dict(num_chains=2, num_warmup=150, num_samples=150, seed=1, chain_method="parallel"),
+        ),
+    ),
+}
+
+
+def run_oneshot(
+    scale: str | None = None,
+    *,
+    network: str | None = None,
+    sample: bool = True,
+    root=None,
+    progress: bool = False,
+    data: OneShotData | None = None,
+    budget: dict | None = None,
+    grid: dict | None = None,
+    samples: dict | None = None,
+    record: dict | None = None,
+) -> dict:
+    """Everything the Omniglot theory chapter shows, at ``scale`` (spec §B.8-B.11).
+
+    ``network`` chooses the trained network (default: the scale's own; ``"quick"`` runs the paper-size theory
+    on the committed CPU-trained network).  ``data`` reuses an extraction (``record``: its network's record).
+    ``budget`` overrides sampler settings (``num_chains``, ``num_warmup``, ``num_samples``, ...).  ``grid`` (a
+    :func:`theory_grid` result) and ``samples`` ({N: PosteriorSamples}) are pieces computed elsewhere, e.g.
+    by the stages of ``python -m attention_paths reproduce``; a grid must cover the scale's widths and
+    temperatures.
+    """
+    scale = get_scale(scale)
+    cfg = dict(ONESHOT_EXPERIMENT[scale])
+    cfg["network"] = network or cfg["network"]
+    if budget:
+        cfg["sampling"] = with_budget(cfg["sampling"], budget)
+    t0 = time.perf_counter()
+    net, rec = None, record
+    if data is None:
+        net, rec = load_network(cfg["network"], progress=progress)
+        data = extract(net, cfg, root, rec, progress)
+    t_extract = time.perf_counter() - t0
+    if grid is None:
+        grid = theory_grid(data, cfg["widths"], cfg["taus"], progress)
+    elif (
+        list(grid["widths"]) != sorted(cfg["widths"])
+        or len(grid["taus"]) != len(cfg["taus"])
+        or not np.allclose(grid["taus"], sorted(cfg["taus"]))
+    ):
+        raise ValueError(
+            f"the given grid covers widths {list(grid['widths'])} and temperatures "
+            f"{list(grid['taus'])}, the scale needs {sorted(cfg['widths'])} and {sorted(cfg['taus'])}"
+        )
+    gp = gp_line(data, cfg["gp_taus"])
+    gp_grid = gp_line(data, cfg["taus"])  # the N -> infinity limit at every grid temperature
+    select = {
+        on: {
+            "theory": select_temperatures(grid["accuracy"], grid["taus"], on),
+            "gp": select_temperatures(gp["accuracy"], gp["taus"], on),
+        }
+        for on in ("val", "test")
+    }
+    i_t, i_n = list(grid["taus"]).index(cfg["panel_tau"]), list(grid["widths"]).index(cfg["panel_N"])
+    U10 = grid["U"][i_t, i_n]
+    # verification: a cold solve from the GP point plus two random restarts reaches the same minimum
+    check = solve(
+        Action(
+            PathKernel(data.features["train"]),
+            data.y["train"],
+            cfg["panel_tau"],
+            Architecture.uniform(HEADS, cfg["panel_N"]),
+        ),
+        n_restarts=2,
+        seed=1,
+    )
+    res_check = {
+        "max_abs_dU": float(np.abs(check.U - U10).max()),
+        "grad_max": check.grad_max,
+        "hessian_min_eig": check.hessian_min_eig,
+        "restarts": check.restarts,
+    }
+    X_eval, slices = _eval_stack(data)
+    th = predict(U10, data.features["train"], data.y["train"], cfg["panel_tau"], X_eval)
+    # per-episode predictions at the validation-selected temperatures (smallest width, and the GP), for paired
+    # comparisons of theory and GP on the same episodes
+    sel_val = select["val"]
+    t_th, t_gp = float(sel_val["theory"]["tau"][0]), float(sel_val["gp"]["tau"])
+    U_small = grid["U"][int(sel_val["theory"]["index"][0]), 0]
+    paired = {
+        "N": float(grid["widths"][0]),
+        "tau_theory": t_th,
+        "tau_gp": t_gp,
+        "theory": predict(U_small, data.features["train"], data.y["train"], t_th, X_eval, return_var=False).mean,
+        "gp": predict(np.eye(16), data.features["train"], data.y["train"], t_gp, X_eval, return_var=False).mean,
+    }
+    edge = edge_scan(data, grid["widths"][0], cfg["edge_taus"]) if cfg.get("edge_taus") else None
+    res = {
+        "scale": scale,
+        "config": cfg,
+        "data": data,
+        "grid": grid,
+        "gp": gp,
+        "gp_grid": gp_grid,
+        "select": select,
+        "panel": panel(data, U10, cfg["n_align"]) | {"check": res_check},
+        "panel_prediction": th,
+        "slices": slices,
+        "paired": paired,
+        "edge": edge,
+        "network": {s: data.network_accuracy(s) for s in EVAL_SETS},
+        "network_record": {k: v for k, v in (rec or {}).items() if k in ("source", "sha256", "config")},
+        "seconds": {"extract": t_extract, "grid": grid["seconds"]},
+        "samples": {},
+    }
+    if samples is not None:
+        res["samples"] = dict(samples)
+    elif sample:
+        t1 = time.perf_counter()
+        res["samples"] = sample_oneshot(data, cfg, progress)
+        res["seconds"]["sampling"] = time.perf_counter() - t1
+    return res
+
+
+def oneshot_summary(res: dict) -> tuple[dict, dict]:
+    """``(summary, arrays)`` of a run: plain numbers for ``summary.json`` and arrays for ``arrays.npz``."""
+    grid, gp = res["grid"], res["gp"]
+    data = res["data"]
+    summary = {
+        "experiment": "omniglot-theory",
+        "scale": res["scale"],
+        "config": res["config"],
+        "data": data.info,
+        "network_record": res["network_record"],
+        "network_accuracy": res["network"],
+        "widths": grid["widths"],
+        "taus": grid["taus"],
+        "gp_taus": gp["taus"],
+        "grid_accuracy": grid["accuracy"],
+        "gp_accuracy": gp["accuracy"],
+        "gp_grid_accuracy": res["gp_grid"]["accuracy"],
+        "solver": {"max_grad": float(grid["solver"]["grad_max"].max()), "iterations": grid["solver"]["n_iter"]},
+        "select": {
+            on: {k: {"tau": v["tau"], "accuracy": v["accuracy"]} for k, v in d.items()}
+            for on, d in res["select"].items()
+        },
+        "panel": {"head_scores": [h.tolist() for h in res["panel"]["head_scores"]], "check": res["panel"]["check"]},
+        "seconds": res["seconds"],
+        "claims": oneshot_claims(res),
+        "sampled": {},
+        "edge": res.get("edge"),
+        "paired": {k: v for k, v in res.get("paired", {}).items() if k not in ("theory", "gp")},
+    }
+    arrays = {
+        "U": grid["U"],
+        "U_gd": data.U_gd,
+        "align_GP": res["panel"]["alignment"]["GP"],
+        "align_renormalised": res["panel"]["alignment"]["renormalised"],
+        "panel_mean": res["panel_prediction"].mean,
+        "panel_var": res["panel_prediction"].var,
+    }
+    if res.get("paired"):
+        arrays["paired_theory_mean"], arrays["paired_gp_mean"] = res["paired"]["theory"], res["paired"]["gp"]
+    for N, smp in res["samples"].items():
+        ag = _sample_agreement(res, N)
+        summary["sampled"][str(N)] = {s: ag[s] for s in EVAL_SETS} | {
+            "corr": ag["corr"],
+            "diagnostics": ag["diagnostics"],
+            "wall_seconds": ag["wall_seconds"],
+            "settings": smp.settings,
+            "kind": smp.kind,
+        }
+        arrays[f"sample_N{N}_U_hat"] = smp.U_hat
+        arrays[f"sample_N{N}_mean"] = smp.predictive_mean
+        arrays[f"sample_N{N}_mcse"] = smp.mc_standard_error()
+    return summary, arrays
