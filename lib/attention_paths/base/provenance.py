@@ -19,7 +19,7 @@ import torch
 from attention_paths.base import config
 from attention_paths.base.version import __version__
 
-__all__ = ["provenance", "hardware", "code_version", "PACKAGE_DIR", "reproducibility_report"]
+__all__ = ["provenance", "hardware", "code_version", "import_closure", "PACKAGE_DIR", "reproducibility_report"]
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -95,10 +95,9 @@ def import_closure(*files: str) -> tuple[str, ...]:
     """The package's source files that ``files`` run: themselves and every package module they import at
     module level, transitively (paths relative to the package folder, sorted; e.g. ``"base/io.py"``).
 
-    Parsed, not imported.  A package's ``__init__.py`` counts where a module imports the package itself
-    (``from attention_paths import sampling``), not where it imports a submodule through it
-    (``from attention_paths.base import config`` is ``base/config.py``).  Stages keyed by part of the code use it
-    (:mod:`attention_paths.runs.stages`), so that no file they run is left out of their key by hand.
+    Parsed, not imported.  Every module brings its packages' ``__init__.py`` files (Python runs them first);
+    ``from attention_paths.base import config`` names the module ``base/config.py``.  Stages keyed by part of
+    the code use it (:mod:`attention_paths.runs.stages`), so that no file they run is left out by hand.
     """
     seen: set[str] = set()
     todo = list(files)
@@ -110,6 +109,9 @@ def import_closure(*files: str) -> tuple[str, ...]:
         if not path.is_file():
             raise FileNotFoundError(f"import_closure: no package file {rel!r} under {PACKAGE_DIR}")
         seen.add(rel)
+        parts = Path(rel).parts  # importing a module runs its packages' __init__ first
+        own = len(parts) - rel.endswith("__init__.py")
+        todo.extend(Path(*parts[:i], "__init__.py").as_posix() for i in range(own))
         for node in ast.parse(path.read_text()).body:  # module level only: what importing the file runs
             if isinstance(node, ast.ImportFrom) and node.module:
                 for alias in node.names:  # a submodule by that name, else the module itself

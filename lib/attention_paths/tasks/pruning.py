@@ -25,6 +25,7 @@ import torch
 from scipy.stats import spearmanr
 
 from attention_paths.base.config import get_scale
+from attention_paths.tasks.claim import check_table
 from attention_paths.tasks.omniglot.episodes import evaluation_sets
 from attention_paths.tasks.omniglot.recipe import config_for
 from attention_paths.tasks.omniglot.training import load_network
@@ -222,6 +223,30 @@ def score_stability(grid_U, widths, taus, ref: tuple[int, int]) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------ the run
+def _pruned_accuracy(pruned, F: dict, y: dict, full: dict) -> tuple[dict, dict]:
+    """Accuracy and drop (with its paired standard error) of the network with the heads ``pruned`` silenced, on
+    every set; and the per-episode correctness."""
+    per = {s: correct(pruned_outputs(F[s], pruned), y[s]) for s in F}
+    drop = {s: drop_with_error(full[s], per[s]) for s in F}
+    return {
+        "heads": [head_name(h) for h in pruned],
+        "accuracy": {s: 100.0 * float(per[s].mean()) for s in F},
+        "drop": {s: d[0] for s, d in drop.items()},
+        "drop_se": {s: d[1] for s, d in drop.items()},
+    }, per
+
+
+def _selected_tau_scores(theory: dict, i_n: int) -> dict:
+    """Head scores at the validation-selected temperature of the panel's width (the paper's "selected
+    temperature" scores)."""
+    i_sel = int(theory["select"]["val"]["theory"]["index"][i_n])
+    sel_scores = head_scores(theory["grid"]["U"][i_sel, i_n], HEADS)
+    return {
+        "tau": float(theory["grid"]["taus"][i_sel]),
+        **{head_name(h): float(sel_scores[h[0]][h[1]]) for h in ALL_HEADS},
+    }
+
+
 def run_pruning(
     scale: str | None = None,
     *,
@@ -254,15 +279,7 @@ def run_pruning(
     full = {s: correct(pruned_outputs(F[s]), y[s]) for s in sets}
 
     def evaluate(pruned):
-        per = {s: correct(pruned_outputs(F[s], pruned), y[s]) for s in sets}
-        acc = {s: 100.0 * float(per[s].mean()) for s in sets}
-        drop = {s: drop_with_error(full[s], per[s]) for s in sets}
-        return {
-            "heads": [head_name(h) for h in pruned],
-            "accuracy": acc,
-            "drop": {s: d[0] for s, d in drop.items()},
-            "drop_se": {s: d[1] for s, d in drop.items()},
-        }, per
+        return _pruned_accuracy(pruned, F, y, full)
 
     tc = theory["config"]
     scores = theory["panel"]["head_scores"]  # N = 10, tau = 0.5
@@ -277,9 +294,6 @@ def run_pruning(
     }
     mag = magnitude_scores(net)
     i_t, i_n = list(theory["grid"]["taus"]).index(tc["panel_tau"]), list(theory["grid"]["widths"]).index(tc["panel_N"])
-    # the selected temperature at N = 10 (validation protocol), for the paper's "selected temperature" scores
-    i_sel = int(theory["select"]["val"]["theory"]["index"][i_n])
-    sel_scores = head_scores(theory["grid"]["U"][i_sel, i_n], HEADS)
     res = {
         "scale": scale,
         "config": cfg,
@@ -287,10 +301,7 @@ def run_pruning(
         "n_episodes": {s: int(len(y[s])) for s in sets},
         "unpruned": {s: 100.0 * float(full[s].mean()) for s in sets},
         "scores": {head_name(h): float(scores[h[0]][h[1]]) for h in ALL_HEADS},
-        "scores_selected_tau": {
-            "tau": float(theory["grid"]["taus"][i_sel]),
-            **{head_name(h): float(sel_scores[h[0]][h[1]]) for h in ALL_HEADS},
-        },
+        "scores_selected_tau": _selected_tau_scores(theory, i_n),
         "magnitude": {head_name(h): float(mag[h[0]][h[1]]) for h in ALL_HEADS},
         "order": [head_name(h) for h in score_order(scores)],
         "singles": singles,
@@ -312,6 +323,98 @@ def run_pruning(
 
 
 # ------------------------------------------------------------------------------------------ claims
+def _drops(res: dict) -> dict:
+    """In-distribution accuracy drop (points) of pruning each head alone."""
+    return {k: v["drop"]["test"] for k, v in res["singles"].items()}
+
+
+def _c1(res: dict) -> tuple[bool, str]:
+    sp = res["spearman"]["theory"]
+    return (
+        sp["rho"] > 0,
+        f"Spearman(score, in-distribution drop) = {sp['rho']:.2f}, bootstrap 95% interval "
+        f"[{sp['ci95'][0]:.2f}, {sp['ci95'][1]:.2f}]; magnitude baseline "
+        f"{res['spearman']['magnitude']['rho']:.2f}",
+    )
+
+
+def _c2(res: dict) -> tuple[bool, str]:
+    order, d = res["order"], _drops(res)
+    low, high = order[:2], order[-2:]
+    return (
+        max(d[k] for k in low) < min(d[k] for k in high),
+        "drops (points, in distribution): " + ", ".join(f"{k} {d[k]:+.1f}" for k in order),
+    )
+
+
+def _c3(res: dict) -> tuple[bool, str]:
+    c = res["combinations"]["2 lowest"]
+    return (
+        c["drop"]["test"] <= 3.0,
+        f"heads {', '.join(c['heads'])}: drop test {c['drop']['test']:+.1f} ± {c['drop_se']['test']:.1f}, "
+        f"MNIST {c['drop']['MNIST']:+.1f} ± {c['drop_se']['MNIST']:.1f}, FashionMNIST "
+        f"{c['drop']['FashionMNIST']:+.1f} ± {c['drop_se']['FashionMNIST']:.1f} points",
+    )
+
+
+def _c3_ood(res: dict) -> tuple[bool, str]:
+    c = res["combinations"]["2 lowest"]
+    return (
+        c["drop"]["FashionMNIST"] <= 0.0,
+        f"FashionMNIST drop {c['drop']['FashionMNIST']:+.1f} ± {c['drop_se']['FashionMNIST']:.1f} points",
+    )
+
+
+def _c5(res: dict) -> tuple[bool, str]:
+    sp, c = res["spearman"]["theory"], res["combinations"]["2 lowest"]
+    pair = np.array([e["drop"]["test"] for e in res["pairs"].values()])
+    mag = res["spearman"]["magnitude"]["rho"]
+    return (
+        sp["rho"] > mag and c["drop"]["test"] < np.median(pair),
+        f"Spearman theory {sp['rho']:.2f} vs magnitude {mag:.2f}; two lowest {c['drop']['test']:+.1f} vs median "
+        f"random pair {np.median(pair):+.1f} points",
+    )
+
+
+def _c6(res: dict) -> tuple[bool, str]:
+    stab = np.asarray(res["stability"])
+    return stab.min() > 0, f"smallest Spearman correlation over the grid {stab.min():.2f}, median {np.median(stab):.2f}"
+
+
+def _c4(res: dict) -> tuple[bool, str]:
+    th, d = res["theory_side"], _drops(res)
+    labels = list(d)
+    rho = float(spearmanr([th[k]["test"] for k in labels], [d[k] for k in labels]).statistic)
+    return rho > 0, f"Spearman(theory-side drop, network-side drop) = {rho:.2f}"
+
+
+# (id, statement, check on a run_pruning result), in the order the chapter lists them
+PRUNING_CLAIMS = (
+    ("C1", "Head score and accuracy drop are positively associated.", _c1),
+    ("C2", "The two lowest-scoring heads each cost less than either of the two highest-scoring heads.", _c2),
+    ("C3", "Pruning the two lowest-scoring heads together costs only marginal in-distribution accuracy.", _c3),
+    (
+        "C3-OOD",
+        "Out of distribution, pruning the two lowest-scoring heads does not cost FashionMNIST accuracy "
+        "(the paper: it even improves slightly).",
+        _c3_ood,
+    ),
+    (
+        "C5",
+        "Beyond the paper: the theory's score predicts drops better than the weight-magnitude baseline, and its "
+        "two lowest heads cost less than the median random pair of heads.",
+        _c5,
+    ),
+    (
+        "C6",
+        "Beyond the paper: the head ranking is stable, positively rank-correlated with the N = 10, tau = 0.5 "
+        "ranking at every width and temperature of the grid.",
+        _c6,
+    ),
+    ("C4", "Theory-side silencing orders the heads broadly like network-side pruning.", _c4),
+)
+
+
 def pruning_claims(res: dict) -> list[dict]:
     """Claims C1-C4 of spec §C.5 on the numbers of :func:`run_pruning`.
 
@@ -324,73 +427,8 @@ def pruning_claims(res: dict) -> list[dict]:
     the median drop of all pairs of heads; C6 = the smallest rank correlation of the grid's rankings with the
     N = 10, tau = 0.5 ranking is positive.
     """
-    claims = []
 
-    def add(cid, text, passed, detail):
-        claims.append({"id": cid, "claim": text, "passed": bool(passed), "detail": detail})
-
-    sp = res["spearman"]["theory"]
-    add(
-        "C1",
-        "Head score and accuracy drop are positively associated.",
-        sp["rho"] > 0,
-        f"Spearman(score, in-distribution drop) = {sp['rho']:.2f}, bootstrap 95% interval "
-        f"[{sp['ci95'][0]:.2f}, {sp['ci95'][1]:.2f}]; magnitude baseline "
-        f"{res['spearman']['magnitude']['rho']:.2f}",
-    )
-    order = res["order"]
-    d = {k: v["drop"]["test"] for k, v in res["singles"].items()}
-    low, high = order[:2], order[-2:]
-    add(
-        "C2",
-        "The two lowest-scoring heads each cost less than either of the two highest-scoring heads.",
-        max(d[k] for k in low) < min(d[k] for k in high),
-        "drops (points, in distribution): " + ", ".join(f"{k} {d[k]:+.1f}" for k in order),
-    )
-    c = res["combinations"]["2 lowest"]
-    add(
-        "C3",
-        "Pruning the two lowest-scoring heads together costs only marginal in-distribution accuracy.",
-        c["drop"]["test"] <= 3.0,
-        f"heads {', '.join(c['heads'])}: drop test {c['drop']['test']:+.1f} ± {c['drop_se']['test']:.1f}, "
-        f"MNIST {c['drop']['MNIST']:+.1f} ± {c['drop_se']['MNIST']:.1f}, FashionMNIST "
-        f"{c['drop']['FashionMNIST']:+.1f} ± {c['drop_se']['FashionMNIST']:.1f} points",
-    )
-    add(
-        "C3-OOD",
-        "Out of distribution, pruning the two lowest-scoring heads does not cost FashionMNIST accuracy "
-        "(the paper: it even improves slightly).",
-        c["drop"]["FashionMNIST"] <= 0.0,
-        f"FashionMNIST drop {c['drop']['FashionMNIST']:+.1f} ± {c['drop_se']['FashionMNIST']:.1f} points",
-    )
-    pair = np.array([e["drop"]["test"] for e in res["pairs"].values()])
-    mag = res["spearman"]["magnitude"]["rho"]
-    add(
-        "C5",
-        "Beyond the paper: the theory's score predicts drops better than the weight-magnitude baseline, and its "
-        "two lowest heads cost less than the median random pair of heads.",
-        sp["rho"] > mag and c["drop"]["test"] < np.median(pair),
-        f"Spearman theory {sp['rho']:.2f} vs magnitude {mag:.2f}; two lowest {c['drop']['test']:+.1f} vs median "
-        f"random pair {np.median(pair):+.1f} points",
-    )
-    stab = np.asarray(res["stability"])
-    add(
-        "C6",
-        "Beyond the paper: the head ranking is stable, positively rank-correlated with the N = 10, tau = 0.5 "
-        "ranking at every width and temperature of the grid.",
-        stab.min() > 0,
-        f"smallest Spearman correlation over the grid {stab.min():.2f}, median {np.median(stab):.2f}",
-    )
-    th = res["theory_side"]
-    labels = list(d)
-    rho = float(spearmanr([th[k]["test"] for k in labels], [d[k] for k in labels]).statistic)
-    add(
-        "C4",
-        "Theory-side silencing orders the heads broadly like network-side pruning.",
-        rho > 0,
-        f"Spearman(theory-side drop, network-side drop) = {rho:.2f}",
-    )
-    return claims
+    return check_table(PRUNING_CLAIMS, res)
 
 
 def pruning_summary(res: dict) -> tuple[dict, dict]:

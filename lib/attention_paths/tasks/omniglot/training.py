@@ -126,21 +126,7 @@ def train(
     if start is not None and not start.exists():
         raise FileNotFoundError(f"resume_from={start} does not exist")
     if resume and start is not None:
-        ck = _read_checkpoint(
-            start, dev, need=("config", "model", "optimizer", "rng_state", "step", "history", "best", "seconds")
-        )
-        same = {k: v for k, v in ck["config"].items() if k != "steps"} == {
-            k: v for k, v in asdict(cfg).items() if k != "steps"
-        }
-        if not same:  # only the number of steps may change: a run can be extended
-            raise ValueError(f"{start} was written with other settings; use another --out or delete it")
-        ck["config"] = asdict(cfg)
-        net.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optimizer"])
-        rng.bit_generator.state = ck["rng_state"]
-        if "scaler" in ck:
-            scaler.load_state_dict(ck["scaler"])
-        step, history, best, seconds = ck["step"], ck["history"], ck["best"], ck["seconds"]
+        step, history, best, seconds = _resume(start, cfg, dev, net, opt, rng, scaler)
     fwd = net.forward if layerwise else net.path_forward
     model = torch.compile(fwd) if dev.type == "cuda" else fwd
     stop = cfg.steps if max_steps is None else min(cfg.steps, step + max_steps)
@@ -168,8 +154,7 @@ def train(
         if done % cfg.eval_every == 0 or done == stop:
             seconds += time.perf_counter() - t0
             rec = {"step": done, "train_loss": float(np.mean(losses)), "seconds": seconds}
-            for name, eps in sets.items():
-                rec[name] = evaluate(net, eps)
+            rec.update({name: evaluate(net, eps) for name, eps in sets.items()})
             history.append(rec)
             losses = []
             state = {
@@ -182,13 +167,46 @@ def train(
                 "history": history,
                 "seconds": seconds,
             }
-            if best is None or rec["val"]["accuracy"] > best["val"]["accuracy"]:
-                best = rec
-                _atomic_torch_save({**state, "best": best}, out / "best.pt")
-            _atomic_torch_save({**state, "best": best}, last)
+            best = _save_checkpoints(state, rec, best, out)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{rec['train_loss']:.3f}", val=f"{rec['val']['accuracy']:.1f}%")
             t0 = time.perf_counter()
+    summary = _summary(cfg, out, history, best, dev, layerwise, amp_dtype)
+    atomic_write_json(out / "summary.json", summary)
+    return summary
+
+
+_RESUME_KEYS = ("config", "model", "optimizer", "rng_state", "step", "history", "best", "seconds")
+
+
+def _resume(start: Path, cfg: TrainConfig, dev, net, opt, rng, scaler) -> tuple[int, list, dict | None, float]:
+    """Load an interrupted run's ``last.pt`` into the network, optimiser, data generator and loss scaler;
+    returns ``(step, history, best, seconds)``.  Only the number of steps may differ from ``cfg``."""
+    ck = _read_checkpoint(start, dev, need=_RESUME_KEYS)
+    recorded = {k: v for k, v in ck["config"].items() if k != "steps"}
+    if recorded != {k: v for k, v in asdict(cfg).items() if k != "steps"}:  # a run can be extended, not changed
+        raise ValueError(f"{start} was written with other settings; use another --out or delete it")
+    net.load_state_dict(ck["model"])
+    opt.load_state_dict(ck["optimizer"])
+    rng.bit_generator.state = ck["rng_state"]
+    if "scaler" in ck:
+        scaler.load_state_dict(ck["scaler"])
+    return ck["step"], ck["history"], ck["best"], ck["seconds"]
+
+
+def _save_checkpoints(state: dict, rec: dict, best: dict | None, out: Path) -> dict:
+    """Write ``last.pt`` (and ``best.pt`` when ``rec`` has the best validation accuracy so far); returns the
+    best evaluation record."""
+    if best is None or rec["val"]["accuracy"] > best["val"]["accuracy"]:
+        best = rec
+        _atomic_torch_save({**state, "best": best}, out / "best.pt")
+    _atomic_torch_save({**state, "best": best}, out / "last.pt")
+    return best
+
+
+def _summary(cfg: TrainConfig, out: Path, history: list, best, dev, layerwise: bool, amp_dtype) -> dict:
+    """A run's summary: settings, history, final and best evaluations, throughput, hardware, checksums."""
+    last = out / "last.pt"
     final = history[-1] if history else None
     summary = {
         "experiment": "omniglot-train",
@@ -208,7 +226,6 @@ def train(
         "checkpoint_sha256": {p.name: checkpoint_sha256(p) for p in (last, out / "best.pt") if p.exists()},
         "provenance": provenance(),
     }
-    atomic_write_json(out / "summary.json", summary)
     return summary
 
 

@@ -109,15 +109,8 @@ def run_oneshot(
     t_extract = time.perf_counter() - t0
     if grid is None:
         grid = theory_grid(data, cfg["widths"], cfg["taus"], progress)
-    elif (
-        list(grid["widths"]) != sorted(cfg["widths"])
-        or len(grid["taus"]) != len(cfg["taus"])
-        or not np.allclose(grid["taus"], sorted(cfg["taus"]))
-    ):
-        raise ValueError(
-            f"the given grid covers widths {list(grid['widths'])} and temperatures "
-            f"{list(grid['taus'])}, the scale needs {sorted(cfg['widths'])} and {sorted(cfg['taus'])}"
-        )
+    else:
+        _check_grid(grid, cfg)
     gp = gp_line(data, cfg["gp_taus"])
     gp_grid = gp_line(data, cfg["taus"])  # the N -> infinity limit at every grid temperature
     select = {
@@ -129,37 +122,8 @@ def run_oneshot(
     }
     i_t, i_n = list(grid["taus"]).index(cfg["panel_tau"]), list(grid["widths"]).index(cfg["panel_N"])
     U10 = grid["U"][i_t, i_n]
-    # verification: a cold solve from the GP point plus two random restarts reaches the same minimum
-    check = solve(
-        Action(
-            PathKernel(data.features["train"]),
-            data.y["train"],
-            cfg["panel_tau"],
-            Architecture.uniform(HEADS, cfg["panel_N"]),
-        ),
-        n_restarts=2,
-        seed=1,
-    )
-    res_check = {
-        "max_abs_dU": float(np.abs(check.U - U10).max()),
-        "grad_max": check.grad_max,
-        "hessian_min_eig": check.hessian_min_eig,
-        "restarts": check.restarts,
-    }
     X_eval, slices = _eval_stack(data)
     th = predict(U10, data.features["train"], data.y["train"], cfg["panel_tau"], X_eval)
-    # per-episode predictions at the validation-selected temperatures (smallest width, and the GP), for paired
-    # comparisons of theory and GP on the same episodes
-    sel_val = select["val"]
-    t_th, t_gp = float(sel_val["theory"]["tau"][0]), float(sel_val["gp"]["tau"])
-    U_small = grid["U"][int(sel_val["theory"]["index"][0]), 0]
-    paired = {
-        "N": float(grid["widths"][0]),
-        "tau_theory": t_th,
-        "tau_gp": t_gp,
-        "theory": predict(U_small, data.features["train"], data.y["train"], t_th, X_eval, return_var=False).mean,
-        "gp": predict(np.eye(16), data.features["train"], data.y["train"], t_gp, X_eval, return_var=False).mean,
-    }
     edge = edge_scan(data, grid["widths"][0], cfg["edge_taus"]) if cfg.get("edge_taus") else None
     res = {
         "scale": scale,
@@ -169,10 +133,10 @@ def run_oneshot(
         "gp": gp,
         "gp_grid": gp_grid,
         "select": select,
-        "panel": panel(data, U10, cfg["n_align"]) | {"check": res_check},
+        "panel": panel(data, U10, cfg["n_align"]) | {"check": _cold_solve_check(data, cfg, U10)},
         "panel_prediction": th,
         "slices": slices,
-        "paired": paired,
+        "paired": _paired_predictions(data, grid, select["val"], X_eval),
         "edge": edge,
         "network": {s: data.network_accuracy(s) for s in EVAL_SETS},
         "network_record": {k: v for k, v in (rec or {}).items() if k in ("source", "sha256", "config")},
@@ -186,6 +150,52 @@ def run_oneshot(
         res["samples"] = sample_oneshot(data, cfg, progress)
         res["seconds"]["sampling"] = time.perf_counter() - t1
     return res
+
+
+def _check_grid(grid: dict, cfg: dict) -> None:
+    """A grid computed elsewhere must cover the scale's widths and temperatures."""
+    if (
+        list(grid["widths"]) != sorted(cfg["widths"])
+        or len(grid["taus"]) != len(cfg["taus"])
+        or not np.allclose(grid["taus"], sorted(cfg["taus"]))
+    ):
+        raise ValueError(
+            f"the given grid covers widths {list(grid['widths'])} and temperatures "
+            f"{list(grid['taus'])}, the scale needs {sorted(cfg['widths'])} and {sorted(cfg['taus'])}"
+        )
+
+
+def _cold_solve_check(data: OneShotData, cfg: dict, U10) -> dict:
+    """Verification of the panel's order parameter: a cold solve from the GP point plus two random restarts
+    reaches the same minimum as the grid's continuation."""
+    action = Action(
+        PathKernel(data.features["train"]),
+        data.y["train"],
+        cfg["panel_tau"],
+        Architecture.uniform(HEADS, cfg["panel_N"]),
+    )
+    check = solve(action, n_restarts=2, seed=1)
+    return {
+        "max_abs_dU": float(np.abs(check.U - U10).max()),
+        "grad_max": check.grad_max,
+        "hessian_min_eig": check.hessian_min_eig,
+        "restarts": check.restarts,
+    }
+
+
+def _paired_predictions(data: OneShotData, grid: dict, sel_val: dict, X_eval) -> dict:
+    """Per-episode mean predictions at the validation-selected temperatures (the smallest width, and the GP),
+    for paired comparisons of theory and GP on the same episodes."""
+    t_th, t_gp = float(sel_val["theory"]["tau"][0]), float(sel_val["gp"]["tau"])
+    U_small = grid["U"][int(sel_val["theory"]["index"][0]), 0]
+    X, y = data.features["train"], data.y["train"]
+    return {
+        "N": float(grid["widths"][0]),
+        "tau_theory": t_th,
+        "tau_gp": t_gp,
+        "theory": predict(U_small, X, y, t_th, X_eval, return_var=False).mean,
+        "gp": predict(np.eye(16), X, y, t_gp, X_eval, return_var=False).mean,
+    }
 
 
 def oneshot_summary(res: dict) -> tuple[dict, dict]:
