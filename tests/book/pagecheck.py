@@ -5,8 +5,9 @@ output, equations typeset; a screenshot of every page.
 
 Static checks (Python's HTML parser): every ``<img>`` file exists, every internal link points at an existing
 page and, with a ``#fragment``, at an existing ``id`` there; no cell output contains a traceback or an error.
-Browser checks (headless Chromium, ``--dump-dom`` after the page's scripts ran): the page has a body with
-its main content, and every equation is typeset by MathJax without errors.  The book loads MathJax from a
+Browser checks (headless Chromium at the reader's 1300 px window, ``--dump-dom`` after the page's scripts
+ran): the page has a body with its main content, no cell output is wider than its column (measured by a
+script added to a copy of the page), and every equation is typeset by MathJax without errors.  The book loads MathJax from a
 CDN; offline, pass a local copy of MathJax 3's ``es5`` folder with ``--mathjax`` (or ``$MATHJAX_DIR``) and the
 pages are checked on a copy that points at it; without one, equation typesetting is reported as not checked.
 Exit status 1 when any page fails.
@@ -14,17 +15,28 @@ Exit status 1 when any page fails.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from html import unescape as html_unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 CDN = re.compile(r"https://cdn\.jsdelivr\.net/npm/mathjax@3/es5/")
+# added before </body> of the checked copy: the cell outputs wider than their block (cut at the column's edge)
+MEASURE = """<script>window.addEventListener("load", function () {
+  var wide = [];
+  document.querySelectorAll("div.cell_output pre, div.output pre").forEach(function (el) {
+    if (el.scrollWidth > el.clientWidth + 1) wide.push(el.textContent.trim().slice(0, 40));
+  });
+  document.body.setAttribute("data-pagecheck-wide", JSON.stringify(wide));
+});</script>"""
+WIDE = re.compile(r'data-pagecheck-wide="([^"]*)"')
 SKIP_DIRS = {"_static", "_sources", "_images", "_sphinx_design_static", "_panels_static"}
 
 
@@ -115,7 +127,8 @@ def browser_dom(browser: str, url: str) -> str:
     with tempfile.TemporaryDirectory() as profile:
         cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
                "--disable-background-networking", "--disable-component-update", "--allow-file-access-from-files",
-               f"--user-data-dir={profile}", "--virtual-time-budget=20000", "--dump-dom", url]
+               f"--user-data-dir={profile}", "--virtual-time-budget=20000", "--window-size=1300,4000",
+               "--dump-dom", url]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=180).stdout
 
 
@@ -141,17 +154,21 @@ def check(html, screenshots=None, mathjax=None, browser=None) -> dict:
     site = html
     tmp = None
     mathjax = mathjax or os.environ.get("MATHJAX_DIR")
-    if mathjax and Path(mathjax, "tex-mml-chtml.js").exists():
+    if mathjax and not Path(mathjax, "tex-mml-chtml.js").exists():
+        raise FileNotFoundError(f"{mathjax} does not contain MathJax 3's es5 tex-mml-chtml.js")
+    if not mathjax:
+        notes.append("equation typesetting not checked: no local MathJax (pass --mathjax or set MATHJAX_DIR)")
+    if browser:  # the browser checks run on a copy: the measuring script added, MathJax made local
         tmp = Path(tempfile.mkdtemp(prefix="pagecheck-"))
         site = tmp / "html"
         shutil.copytree(html, site)
-        shutil.copytree(mathjax, site / "_mathjax")
+        if mathjax:
+            shutil.copytree(mathjax, site / "_mathjax")
         for p in site.rglob("*.html"):
-            p.write_text(CDN.sub((site / "_mathjax").as_uri() + "/", p.read_text(encoding="utf-8")), encoding="utf-8")
-    elif mathjax:
-        raise FileNotFoundError(f"{mathjax} does not contain MathJax 3's es5 tex-mml-chtml.js")
-    else:
-        notes.append("equation typesetting not checked: no local MathJax (pass --mathjax or set MATHJAX_DIR)")
+            text = p.read_text(encoding="utf-8")
+            if mathjax:
+                text = CDN.sub((site / "_mathjax").as_uri() + "/", text)
+            p.write_text(text.replace("</body>", MEASURE + "</body>", 1), encoding="utf-8")
     if browser is None:
         notes.append("browser checks skipped: no Chromium found")
     results = {}
@@ -164,6 +181,12 @@ def check(html, screenshots=None, mathjax=None, browser=None) -> dict:
             dom = browser_dom(browser, page.as_uri())
             if "<main" not in dom and 'role="main"' not in dom:
                 problems.append("page did not render (no main content in the DOM)")
+            wide = WIDE.search(dom)
+            if wide is None:
+                problems.append("the output-width measurement did not run")
+            elif json.loads(html_unescape(wide.group(1))):
+                cut = json.loads(html_unescape(wide.group(1)))
+                problems.append(f"{len(cut)} cell output(s) wider than the column, cut at its edge (first: {cut[0]!r})")
             if mathjax and parsed[page].math:
                 typeset = dom.count("<mjx-container")
                 if typeset < parsed[page].math:

@@ -44,3 +44,23 @@ def test_every_built_page_renders_in_chromium(tmp_path):
     notes = res.pop("_notes")
     assert {k: v for k, v in res.items() if v} == {}, notes
     assert len(list(shots.glob("*.png"))) == len(res)
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_an_output_wider_than_the_column_is_found_and_the_books_css_wraps_it(tmp_path, wrapped):
+    """Issue 26: a 200-character output line in a narrow column is reported as cut at the column's edge;
+    with the book's stylesheet (book/_static/custom.css) it wraps and passes."""
+    if pagecheck.find_browser() is None:
+        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium)")
+    css = (ROOT / "book" / "_static" / "custom.css").read_text() if wrapped else ""
+    line = "claim " + "x" * 40 + " " + "0.123 " * 30
+    (tmp_path / "index.html").write_text(
+        f"<html><head><style>{css}</style></head><body><main style='width: 500px'>"
+        f"<div class='cell_output'><pre>{line}</pre></div></main></body></html>"
+    )
+    res = pagecheck.check(tmp_path)
+    problems = res["index.html"]
+    if wrapped:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and "1 cell output(s) wider than the column" in problems[0]
