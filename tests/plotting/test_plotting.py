@@ -157,3 +157,18 @@ def test_accuracy_grid_heatmap_orientation_and_marks():
     rects = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_edgecolor()[:3] == (1.0, 0.0, 0.0)]
     assert len(rects) == 1 and rects[0].get_xy() == (2, 1)  # tau 0.1 (bottom row), width 1000
     plt.close(fig)
+
+
+def test_the_palettes_colour_names_match_their_hues():
+    """Issue 26: captions name the palette's colours by plotting.COLOR_NAMES; the names match the hues (C3,
+    seaborn's #d55e00, is vermilion between red and orange, C1 orange)."""
+    import colorsys
+
+    from matplotlib.colors import to_rgb
+
+    assert len(plotting.COLOR_NAMES) == len(plotting.PALETTE) == 10
+    hue = {name: 360 * colorsys.rgb_to_hsv(*to_rgb(c))[0] for name, c in zip(plotting.COLOR_NAMES, plotting.PALETTE)}
+    assert 15 < hue["vermilion"] < 30 < hue["orange"] < 45
+    assert 190 < hue["blue"] < 215 and 150 < hue["green"] < 175
+    sat = colorsys.rgb_to_hsv(*to_rgb(plotting.PALETTE[plotting.COLOR_NAMES.index("grey")]))[1]
+    assert sat < 0.05

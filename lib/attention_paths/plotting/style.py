@@ -20,6 +20,7 @@ __all__ = [
     "DIVERGING",
     "SEQUENTIAL",
     "PALETTE",
+    "COLOR_NAMES",
     "WIDTH_FULL",
     "WIDTH_HALF",
     "STYLE",
@@ -43,6 +44,8 @@ SEQUENTIAL = "viridis"
 
 PALETTE = tuple(_sns_palette("colorblind"))
 """Colour cycle C0..C9: seaborn's colour-blind-safe "colorblind" palette (hex strings)."""
+COLOR_NAMES = ("blue", "orange", "green", "vermilion", "lilac", "tan", "pink", "grey", "yellow", "sky blue")
+"""What the captions call C0..C9 (C3, ``#d55e00``, is vermilion, not red)."""
 WIDTH_FULL = 7.0
 """Width (inches) of a full-text-width figure."""
 WIDTH_HALF = 3.4
