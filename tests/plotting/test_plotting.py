@@ -172,3 +172,15 @@ def test_the_palettes_colour_names_match_their_hues():
     assert 190 < hue["blue"] < 215 and 150 < hue["green"] < 175
     sat = colorsys.rgb_to_hsv(*to_rgb(plotting.PALETTE[plotting.COLOR_NAMES.index("grey")]))[1]
     assert sat < 0.05
+
+
+def test_wide_grids_get_short_width_labels():
+    """Issue 26: 1000 2000 5000 10000 ran into each other under a ten-column map."""
+    assert [plotting.width_label(N) for N in (10, 500, 1000, 2000, 10000, 2500)] == [
+        "10",
+        "500",
+        "1k",
+        "2k",
+        "10k",
+        "2.5k",
+    ]

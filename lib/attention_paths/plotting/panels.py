@@ -12,6 +12,7 @@ from attention_paths.plotting.style import DIVERGING, SEQUENTIAL
 
 __all__ = [
     "heatmap_U",
+    "width_label",
     "kernel_image",
     "tile_average",
     "alignment_bars",
@@ -118,6 +119,12 @@ def alignment_bars(ax, overlaps: dict, k: int | None = None):
     ax.legend(frameon=False)
 
 
+def width_label(N) -> str:
+    """A width as a short tick label: 10, 500, 1k, 10k (wide grids' labels then do not run into each other)."""
+    N = float(N)
+    return f"{N / 1000:g}k" if N >= 1000 else f"{N:g}"
+
+
 def accuracy_grid_image(
     ax,
     acc,
@@ -148,10 +155,10 @@ def accuracy_grid_image(
         annot=annotate,
         fmt=".0f",
         annot_kws={"fontsize": 7},
-        xticklabels=[f"{int(w)}" for w in widths],
+        xticklabels=[width_label(w) for w in widths],
         yticklabels=[f"{t:g}" for t in list(taus)[::-1]],
     )
-    ax.tick_params(axis="x", rotation=90 if len(widths) > 5 else 0)
+    ax.tick_params(axis="x", rotation=0)
     ax.tick_params(axis="y", rotation=0)
     ax.set_xlabel("width $N$")
     ax.set_ylabel(r"temperature $\tau$")
@@ -249,7 +256,7 @@ def pruning_theory_side(ax_drops, ax_stability, summary: dict):
     im = ax_stability.imshow(
         np.asarray(summary["stability"], float), cmap=DIVERGING, vmin=-1, vmax=1, origin="lower", aspect="auto"
     )
-    ax_stability.set_xticks(range(len(summary["widths"])), [int(w) for w in summary["widths"]])
+    ax_stability.set_xticks(range(len(summary["widths"])), [width_label(w) for w in summary["widths"]], rotation=90)
     ax_stability.set_yticks(range(len(summary["taus"])), [f"{float(t):g}" for t in summary["taus"]])
     ax_stability.set_xlabel("width $N$")
     ax_stability.set_ylabel(r"temperature $\tau$")
