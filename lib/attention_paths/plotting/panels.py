@@ -12,6 +12,7 @@ from attention_paths.plotting.style import DIVERGING, SEQUENTIAL
 
 __all__ = [
     "heatmap_U",
+    "SET_COLORS",
     "width_label",
     "kernel_image",
     "tile_average",
@@ -263,6 +264,10 @@ def pruning_theory_side(ax_drops, ax_stability, summary: dict):
     return im
 
 
+# one colour per evaluation set, far apart in hue (meta-test and FashionMNIST were orange and vermilion)
+SET_COLORS = {"val": "C0", "test": "C2", "MNIST": "C4", "FashionMNIST": "C1"}
+
+
 def training_curves(ax_loss, ax_acc, records: dict, sets=("val", "test", "MNIST", "FashionMNIST")):
     """Training loss and evaluation accuracies against step for one or more training records
     ({name: record}); one line style per record, one colour per evaluation set."""
@@ -272,9 +277,13 @@ def training_curves(ax_loss, ax_acc, records: dict, sets=("val", "test", "MNIST"
         hist = rec["history"]
         steps = [h["step"] for h in hist]
         ax_loss.plot(steps, [h["train_loss"] for h in hist], ls, color="0.2", label=name)
-        for i, key in enumerate(sets):
+        for key in sets:
             ax_acc.plot(
-                steps, [h[key]["accuracy"] for h in hist], ls, color=f"C{i}", label=f"{names.get(key, key)} ({name})"
+                steps,
+                [h[key]["accuracy"] for h in hist],
+                ls,
+                color=SET_COLORS.get(key, "0.3"),
+                label=f"{names.get(key, key)} ({name})",
             )
     ax_loss.set_xlabel("step")
     ax_loss.set_ylabel("training loss (MSE)")
