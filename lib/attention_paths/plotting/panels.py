@@ -215,32 +215,29 @@ def oneshot_accuracy_panels(axes, summary: dict, sets=("test", "MNIST", "Fashion
     return axes
 
 
-def pruning_score_bars(ax, summary: dict, set_name: str = "test"):
-    """Dual-axis bars of a pruning result (live or reloaded): normalised head scores (left axis, C0) and the
-    single-head accuracy drop on ``set_name`` with paired standard errors (right axis, C3), heads by
-    ascending score and paired by label (spec §C.4).  Returns the right axis."""
+def pruning_score_bars(ax_score, ax_drop, summary: dict, set_name: str = "test"):
+    """Two aligned bar panels of a pruning result (live or reloaded), heads by ascending score on one shared
+    axis: normalised head scores (top, C0) and the single-head accuracy drop on ``set_name`` with paired
+    standard errors (bottom, C3), paired by label (spec §C.4).  Two panels rather than two y axes on one:
+    the heights of a score and a drop are not comparable."""
     order = summary["order"]
     x = np.arange(len(order))
-    ax.bar(x - 0.2, [summary["scores"][k] for k in order], 0.4, color="C0", label="head score")
-    ax.set_ylabel("normalised head score", color="C0")
-    ax.set_xticks(x, order)
-    ax.set_xlabel("head (layer)head, by ascending score")
-    ax2 = ax.twinx()
+    ax_score.bar(x, [summary["scores"][k] for k in order], 0.6, color="C0")
+    ax_score.set_ylabel("head score\n(normalised)")
     singles = summary["singles"]
-    ax2.bar(
-        x + 0.2,
+    ax_drop.bar(
+        x,
         [singles[k]["drop"][set_name] for k in order],
-        0.4,
+        0.6,
         yerr=[singles[k]["drop_se"][set_name] for k in order],
         color="C3",
-        alpha=0.8,
         capsize=2,
-        label="accuracy drop",
     )
-    ax2.set_ylabel("accuracy drop (points)", color="C3")
-    ax2.axhline(0, color="0.5", lw=0.6)
-    ax2.spines["right"].set_visible(True)
-    return ax2
+    ax_drop.axhline(0, color="0.5", lw=0.6)
+    ax_drop.set_ylabel("accuracy drop\n(points)")
+    ax_drop.set_xticks(x, order)
+    ax_drop.set_xlabel("head (layer)head, by ascending score")
+    return ax_drop
 
 
 def pruning_theory_side(ax_drops, ax_stability, summary: dict):
