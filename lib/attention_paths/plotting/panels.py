@@ -8,7 +8,7 @@ import numpy as np
 import seaborn as sns
 from matplotlib.patches import Rectangle
 
-from attention_paths.plotting.style import DIVERGING, SEQUENTIAL
+from attention_paths.plotting.style import DIVERGING, ROLES, SEQUENTIAL
 
 __all__ = [
     "heatmap_U",
@@ -184,13 +184,14 @@ def oneshot_accuracy_panels(axes, summary: dict, sets=("test", "MNIST", "Fashion
     for ax, s in zip(axes, sets):
         ours = np.asarray(sel["val"]["theory"]["accuracy"][s], float)
         paper = np.asarray(sel["test"]["theory"]["accuracy"][s], float)
-        ax.plot(widths, ours, "o-", color="C0", ms=3.5, label=r"theory, $\tau$ selected on validation")
-        ax.plot(widths, paper, "s--", color="C0", ms=3, alpha=0.55, label=r"theory, $\tau$ selected on test (paper)")
+        ax.plot(widths, ours, "o-", color=ROLES["theory"], ms=3.5, label=r"theory, $\tau$ selected on validation")
+        label = r"theory, $\tau$ selected on test (paper)"
+        ax.plot(widths, paper, "s--", color=ROLES["theory"], ms=3, alpha=0.55, label=label)
         ax.plot(
             widths,
             np.asarray(summary["grid_accuracy"][s], float)[i_panel],
             ":",
-            color="C2",
+            color=ROLES["theory"],
             lw=1.2,
             label=rf"theory, $\tau={cfg['panel_tau']:g}$",
         )
@@ -199,15 +200,16 @@ def oneshot_accuracy_panels(axes, summary: dict, sets=("test", "MNIST", "Fashion
                 [int(N)],
                 [entry[s]["sampled"]],
                 "D",
-                color="C3",
+                color=ROLES["samples"],
                 ms=6,
                 mfc="none",
                 mew=1.5,
                 label=rf"sampled posterior, $\tau={cfg['sampling']['tau']:g}$",
             )
         gp = float(np.asarray(sel["val"]["gp"]["accuracy"][s]))
-        ax.axhline(gp, color="C1", lw=1.2, label=rf"GP limit ($\tau={float(np.asarray(sel['val']['gp']['tau'])):g}$)")
-        ax.axhline(summary["network_accuracy"][s], color="0.45", lw=1, ls="-.", label="trained network")
+        gp_tau = float(np.asarray(sel["val"]["gp"]["tau"]))
+        ax.axhline(gp, color=ROLES["gp"], lw=1.2, label=rf"GP limit ($\tau={gp_tau:g}$)")
+        ax.axhline(summary["network_accuracy"][s], color=ROLES["network"], lw=1, ls="-.", label="trained network")
         ax.set_xscale("log")
         ax.set_xlabel("width $N$")
         ax.set_title((titles or {}).get(s, s))

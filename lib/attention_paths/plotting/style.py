@@ -21,6 +21,7 @@ __all__ = [
     "SEQUENTIAL",
     "PALETTE",
     "COLOR_NAMES",
+    "ROLES",
     "WIDTH_FULL",
     "WIDTH_HALF",
     "STYLE",
@@ -46,6 +47,16 @@ PALETTE = tuple(_sns_palette("colorblind"))
 """Colour cycle C0..C9: seaborn's colour-blind-safe "colorblind" palette (hex strings)."""
 COLOR_NAMES = ("blue", "orange", "green", "vermilion", "lilac", "tan", "pink", "grey", "yellow", "sky blue")
 """What the captions call C0..C9 (C3, ``#d55e00``, is vermilion, not red)."""
+ROLES = {
+    "theory": "C0",  # blue: the finite-width theory (other theory curves: the same blue, other line styles)
+    "gp": "C1",  # orange: the GP limit
+    "samples": "C2",  # green: posterior samples computed in this build
+    "samples_committed": "C4",  # lilac: posterior samples of a committed run
+    "network": "C7",  # grey: the gradient-descent-trained network
+    "class_plus": "k",  # black: data of class +1
+    "class_minus": "C7",  # grey: data of class -1
+}
+"""One colour per role across the book's figures (issue 26); the Conventions page lists them."""
 WIDTH_FULL = 7.0
 """Width (inches) of a full-text-width figure."""
 WIDTH_HALF = 3.4
