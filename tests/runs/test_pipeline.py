@@ -503,3 +503,16 @@ def test_ensemble_stages_form_one_group_per_network():
     ]
     with pytest.raises(ValueError, match="distinct seeds"):
         ensemble_stages((1, 1))
+
+
+def test_failing_claims_are_listed_with_their_reason_and_section():
+    """Issue 26: no failing claim is a bare FAIL line; each gets its reason and a link to its explanation."""
+    from attention_paths.runs.claims import deviations_markdown
+
+    claims = [
+        {"id": "C1", "claim": "a", "passed": True, "detail": ""},
+        {"id": "C3", "claim": "b", "passed": False, "detail": ""},
+    ]
+    text = deviations_markdown(claims, {"C3": "head (2)1 is essential"}, {"C3": "pruning-paper"})
+    assert "- **C3**: head (2)1 is essential (see {ref}`pruning-paper`)" in text and "C1" not in text
+    assert deviations_markdown(claims[:1], {}, {}) == "Every claim holds on these numbers."

@@ -10,7 +10,14 @@ from attention_paths.base import config
 from attention_paths.base.io import atomic_write_json
 from attention_paths.base.provenance import code_version, provenance
 
-__all__ = ["format_claims", "assert_claims", "record_claims", "load_claim_records", "claims_markdown"]
+__all__ = [
+    "format_claims",
+    "deviations_markdown",
+    "assert_claims",
+    "record_claims",
+    "load_claim_records",
+    "claims_markdown",
+]
 
 
 def format_claims(claims: list[dict], width: int = 88) -> str:
@@ -20,6 +27,20 @@ def format_claims(claims: list[dict], width: int = 88) -> str:
         blocks.append(f"[{'pass' if c['passed'] else 'FAIL'}] {c['id']}: {c['claim']}")
         blocks.append(textwrap.fill(c["detail"], width, initial_indent=" " * 7, subsequent_indent=" " * 7))
     return "\n".join(blocks)
+
+
+def deviations_markdown(claims: list[dict], explained: dict[str, str], sections: dict[str, str]) -> str:
+    """MyST Markdown for below a chapter's printed claims: every claim that fails, with its reason
+    (``explained``: {id: reason}) and a link to the section that explains it (``sections``: {id: label}),
+    so that no failure is a bare "FAIL" line; "Every claim holds." when none fails."""
+    failing = [c for c in claims if not c["passed"]]
+    if not failing:
+        return "Every claim holds on these numbers."
+    lines = ["Claims that fail on these numbers, and where the text explains why:", ""]
+    for c in failing:
+        where = f" (see {{ref}}`{sections[c['id']]}`)" if c["id"] in sections else ""
+        lines.append(f"- **{c['id']}**: {explained.get(c['id'], 'not explained')}{where}")
+    return "\n".join(lines)
 
 
 def assert_claims(
