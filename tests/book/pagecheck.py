@@ -35,7 +35,14 @@ MEASURE = """<script>window.addEventListener("load", function () {
     if (el.scrollWidth > el.clientWidth + 1) wide.push(el.textContent.trim().slice(0, 40));
   });
   document.body.setAttribute("data-pagecheck-wide", JSON.stringify(wide));
+  var big = [];
+  document.querySelectorAll("main img").forEach(function (im) {
+    if (im.clientWidth > 0 && im.naturalWidth > 1.3 * im.clientWidth)
+      big.push(im.getAttribute("src").split("/").pop() + " " + im.naturalWidth + "/" + im.clientWidth + " px");
+  });
+  document.body.setAttribute("data-pagecheck-big", JSON.stringify(big));
 });</script>"""
+BIG = re.compile(r'data-pagecheck-big="([^"]*)"')
 WIDE = re.compile(r'data-pagecheck-wide="([^"]*)"')
 SKIP_DIRS = {"_static", "_sources", "_images", "_sphinx_design_static", "_panels_static"}
 
@@ -187,6 +194,10 @@ def check(html, screenshots=None, mathjax=None, browser=None) -> dict:
             elif json.loads(html_unescape(wide.group(1))):
                 cut = json.loads(html_unescape(wide.group(1)))
                 problems.append(f"{len(cut)} cell output(s) wider than the column, cut at its edge (first: {cut[0]!r})")
+            big = BIG.search(dom)
+            if big and json.loads(html_unescape(big.group(1))):  # reported, not yet a failure (issue 26)
+                shrunk = json.loads(html_unescape(big.group(1)))
+                notes.append(f"{rel}: {len(shrunk)} figure(s) drawn over 1.3x their displayed width: {shrunk}")
             if mathjax and parsed[page].math:
                 typeset = dom.count("<mjx-container")
                 if typeset < parsed[page].math:
