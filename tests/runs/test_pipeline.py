@@ -516,3 +516,12 @@ def test_failing_claims_are_listed_with_their_reason_and_section():
     text = deviations_markdown(claims, {"C3": "head (2)1 is essential"}, {"C3": "pruning-paper"})
     assert "- **C3**: head (2)1 is essential (see {ref}`pruning-paper`)" in text and "C1" not in text
     assert deviations_markdown(claims[:1], {}, {}) == "Every claim holds on these numbers."
+
+
+def test_claims_text_fits_the_column():
+    """Issue 26: printed claims fit the ~83-character column (statement and numbers wrapped at 80)."""
+    from attention_paths.runs.claims import format_claims
+
+    claims = [{"id": "C5", "claim": "word " * 40, "passed": False, "detail": "1.0 " * 60}]
+    text = format_claims(claims)
+    assert text.startswith("[FAIL] C5: word") and max(len(line) for line in text.splitlines()) <= 80

@@ -20,11 +20,13 @@ __all__ = [
 ]
 
 
-def format_claims(claims: list[dict], width: int = 88) -> str:
-    """Claim records as wrapped text, one block per claim: ``[pass]`` / ``[FAIL]``, id, claim, numbers."""
+def format_claims(claims: list[dict], width: int = 80) -> str:
+    """Claim records as wrapped text, one block per claim: ``[pass]`` / ``[FAIL]``, id, claim, numbers; every
+    line at most ``width`` characters (the book's text column holds about 83)."""
     blocks = []
     for c in claims:
-        blocks.append(f"[{'pass' if c['passed'] else 'FAIL'}] {c['id']}: {c['claim']}")
+        head = f"[{'pass' if c['passed'] else 'FAIL'}] {c['id']}: {c['claim']}"
+        blocks.append(textwrap.fill(head, width, subsequent_indent=" " * 7, break_on_hyphens=False))
         blocks.append(textwrap.fill(c["detail"], width, initial_indent=" " * 7, subsequent_indent=" " * 7))
     return "\n".join(blocks)
 
