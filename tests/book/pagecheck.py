@@ -6,8 +6,9 @@ output, equations typeset; a screenshot of every page.
 Static checks (Python's HTML parser): every ``<img>`` file exists, every internal link points at an existing
 page and, with a ``#fragment``, at an existing ``id`` there; no cell output contains a traceback or an error.
 Browser checks (headless Chromium at the reader's 1300 px window, ``--dump-dom`` after the page's scripts
-ran): the page has a body with its main content, no cell output is wider than its column (measured by a
-script added to a copy of the page), and every equation is typeset by MathJax without errors.  The book loads MathJax from a
+ran): the page has a body with its main content, no cell output is wider than its column and no figure is
+drawn more than 1.3x wider than it is shown (measured by a script added to a copy of the page), and every
+equation is typeset by MathJax without errors.  The book loads MathJax from a
 CDN; offline, pass a local copy of MathJax 3's ``es5`` folder with ``--mathjax`` (or ``$MATHJAX_DIR``) and the
 pages are checked on a copy that points at it; without one, equation typesetting is reported as not checked.
 Exit status 1 when any page fails.
@@ -195,9 +196,9 @@ def check(html, screenshots=None, mathjax=None, browser=None) -> dict:
                 cut = json.loads(html_unescape(wide.group(1)))
                 problems.append(f"{len(cut)} cell output(s) wider than the column, cut at its edge (first: {cut[0]!r})")
             big = BIG.search(dom)
-            if big and json.loads(html_unescape(big.group(1))):  # reported, not yet a failure (issue 26)
+            if big and json.loads(html_unescape(big.group(1))):  # drawn far wider than shown: small text
                 shrunk = json.loads(html_unescape(big.group(1)))
-                notes.append(f"{rel}: {len(shrunk)} figure(s) drawn over 1.3x their displayed width: {shrunk}")
+                problems.append(f"{len(shrunk)} figure(s) drawn over 1.3x their displayed width: {shrunk}")
             if mathjax and parsed[page].math:
                 typeset = dom.count("<mjx-container")
                 if typeset < parsed[page].math:

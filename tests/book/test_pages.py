@@ -64,3 +64,21 @@ def test_an_output_wider_than_the_column_is_found_and_the_books_css_wraps_it(tmp
         assert problems == []
     else:
         assert len(problems) == 1 and "1 cell output(s) wider than the column" in problems[0]
+
+
+def test_a_figure_drawn_much_wider_than_shown_is_found(tmp_path):
+    """Issue 26: a 2000 px figure shown in a 500 px column (its text shrunk 4x) fails the check; one drawn at
+    the width it is shown passes."""
+    if pagecheck.find_browser() is None:
+        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium)")
+    from PIL import Image
+
+    Image.new("RGB", (2000, 400), "white").save(tmp_path / "wide.png")
+    Image.new("RGB", (600, 300), "white").save(tmp_path / "fits.png")
+    for name, bad in (("wide", True), ("fits", False)):
+        (tmp_path / "index.html").write_text(
+            f"<html><body><main style='width: 500px'><img src='{name}.png' style='max-width: 100%'></main>"
+            "</body></html>"
+        )
+        problems = pagecheck.check(tmp_path)["index.html"]
+        assert (len(problems) == 1 and "drawn over 1.3x their displayed width" in problems[0]) if bad else not problems
