@@ -203,7 +203,9 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     # even a short run reproduces the theory's signs and its accuracy within a few points (H6)
     records = markov.sampling_records(res, loaded)
     assert [r["source"] for r in records] == ["this build", "committed"]
-    assert len(markov.format_sampling(records, res).splitlines()) == 3
+    table = markov.format_sampling(records, res).splitlines()
+    assert len(table) == 7 and table[3] == ""  # two tables of a header and two runs each
+    assert max(len(line) for line in table) <= 80
     Ustar = theory_res["sets"][0]["sweep"]["U"][0]
     big = np.abs(Ustar) > 0.1 * np.abs(Ustar).max()
     assert np.all(np.sign(smp.U_hat[big]) == np.sign(Ustar[big]))

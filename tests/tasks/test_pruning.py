@@ -93,3 +93,20 @@ def test_magnitude_scores_are_value_matrix_norms():
     )
     np.testing.assert_allclose(s[1], np.array(raw) / top, rtol=1e-12)
     assert max(x.max() for x in s) == pytest.approx(1.0)
+
+
+def test_the_committed_run_prints_within_80_columns():
+    """The pruning table and its statistics fit the book's text column (issue 26), with every head listed."""
+    from pathlib import Path
+
+    from attention_paths.runs import results
+
+    res = results.load_run(Path(__file__).resolve().parents[2] / "data" / "pruning" / "paper-network", "pruning")
+    table, stats = pr.format_table(res).splitlines(), pr.format_statistics(res).splitlines()
+    assert max(len(line) for line in table + stats) <= 80
+    # a header, the unpruned row, three group titles and one row per pruned network
+    assert len(table) == 2 + 3 + len(res["singles"]) + len(res["combinations"]) + len(res["reference_combinations"])
+    lowest = res["order"][0]
+    row = next(line for line in table if line.startswith(f"  {lowest} "))
+    assert f"{res['singles'][lowest]['drop']['test']:+.1f} ±" in row
+    assert stats[0].split(": ")[1].startswith(f"{res['spearman']['theory']['rho']:+.2f}")

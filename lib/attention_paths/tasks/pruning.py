@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import textwrap
 
 import numpy as np
 import torch
@@ -449,9 +450,11 @@ def format_statistics(res: dict) -> str:
     lines = []
     for name, r in res["spearman"].items():
         lines.append(
-            f"Spearman(score, drop), {name:>9} score: {r['rho']:+.2f}  95% bootstrap interval "
-            f"[{r['ci95'][0]:+.2f}, {r['ci95'][1]:+.2f}] ({r['n_boot']} resamples of the episodes)"
+            f"Spearman(score, drop), {name:>9} score: {r['rho']:+.2f}, 95% interval "
+            f"[{r['ci95'][0]:+.2f}, {r['ci95'][1]:+.2f}]"
         )
+    n_boot = sorted({r["n_boot"] for r in res["spearman"].values()})
+    lines.append(f"(bootstrap intervals: {', '.join(map(str, n_boot))} resamples of the episodes)")
     pairs = res["pairs"]
     pair_drops = np.array([e["drop"]["test"] for e in pairs.values()])
     two = res["combinations"]["2 lowest"]
@@ -474,27 +477,34 @@ def format_statistics(res: dict) -> str:
         f"scores at N = 10 and the validation-selected temperature tau = {sel['tau']:g} rank the heads "
         f"with Spearman {rho:.2f} against the tau = 0.5 scores"
     )
-    return "\n".join(lines)
+    return "\n".join(textwrap.fill(line, 80, subsequent_indent="    ", break_on_hyphens=False) for line in lines)
 
 
 def format_table(res: dict) -> str:
     """Accuracy and drop (± paired standard error) of every pruned network, in and out of distribution."""
-    lines = [
-        f"{'pruned heads':<34}{'test':>15}{'MNIST':>15}{'FashionMNIST':>15}",
-        f"{'none (unpruned)':<34}" + "".join(f"{res['unpruned'][s]:>15.1f}" for s in EVAL_SETS),
+    groups = [
+        (
+            "single heads (drop in points ± s.e.), by ascending score:",
+            [(f"  {k} (score {res['scores'][k]:.2f})", res["singles"][k]) for k in res["order"]],
+        ),
+        (
+            "combinations from this network's scores:",
+            [(f"  {name}: {','.join(e['heads'])}", e) for name, e in res["combinations"].items()],
+        ),
+        (
+            "the reference's literal combinations (its own network's heads):",
+            [(f"  {name} = {','.join(e['heads'])}", e) for name, e in res["reference_combinations"].items()],
+        ),
     ]
-
-    def row(name, e):
-        cells = "".join(f"{e['drop'][s]:>+9.1f} ±{e['drop_se'][s]:4.1f}" for s in EVAL_SETS)
-        return f"{name:<34}{cells}"
-
-    lines.append("single heads (drop in points ± s.e.), by ascending score:")
-    for k in res["order"]:
-        lines.append(row(f"  {k} (score {res['scores'][k]:.2f})", res["singles"][k]))
-    lines.append("combinations from this network's scores:")
-    for name, e in res["combinations"].items():
-        lines.append(row(f"  {name}: {','.join(e['heads'])}", e))
-    lines.append("the reference's literal combinations (its own network's heads):")
-    for name, e in res["reference_combinations"].items():
-        lines.append(row(f"  {name} = {','.join(e['heads'])}", e))
+    # the label column as wide as its longest label, so that the table fits 80 columns
+    w = max(len(label) for _, rows in groups for label, _ in rows) + 1
+    lines = [
+        f"{'pruned heads':<{w}}" + "".join(f"{s:>13}" for s in EVAL_SETS),
+        f"{'none (unpruned)':<{w}}" + "".join(f"{res['unpruned'][s]:>13.1f}" for s in EVAL_SETS),
+    ]
+    for title, rows in groups:
+        lines.append(title)
+        for label, e in rows:
+            cells = "".join(f"{e['drop'][s]:>+8.1f} ±{e['drop_se'][s]:3.1f}" for s in EVAL_SETS)
+            lines.append(f"{label:<{w}}{cells}")
     return "\n".join(lines)

@@ -75,15 +75,17 @@ def sampling_records(res: dict, paper: dict | None = None) -> list[dict]:
 
 
 def format_sampling(records: list[dict], res: dict) -> str:
-    """Text table of :func:`sampling_records` with the theory's accuracy and ``max|U_hat - U*| / max|U*|``.
+    """Two text tables of :func:`sampling_records`, each within 80 columns: the accuracies (sampled, its Monte
+    Carlo error, the theory's) with ``max|U_hat - U*| / max|U*|``, then the chain diagnostics.
 
     ``steps``: mean leapfrog steps per draw, with ``*`` when every tree reached the depth cap
-    (``2**max_tree_depth - 1`` steps)."""
-    rows = [
-        f"{'source':>10} {'net':>5} {'N':>4} {'sampler':>13} {'budget':>11} {'acc.%':>5} {'MC se':>5} {'theory':>6} "
-        f"{'dU rel':>6} {'div':>3} {'R-hat':>5} {'ESS':>5} {'steps':>6} {'sec':>5}"
-    ]
+    (``2**max_tree_depth - 1`` steps).  Records of more than one source (this build, committed) are
+    prefixed with their source's first letter."""
+    tag = len({r["source"] for r in records}) > 1
     s0 = res["sets"][0]
+    key = f"{'net':>5} {'N':>4} {'sampler':>13}"
+    first = [f"{key} {'budget':>11} {'acc.%':>6} {'MC se':>6} {'theory':>6} {'dU rel':>7}"]
+    second = [f"{key} {'div':>5} {'R-hat':>6} {'ESS':>6} {'steps':>6} {'sec':>6}"]
     for r in records:
         sw = s0["sweep"] if r["network"] == "main" else s0["noisy_sweep"]
         i = list(sw["widths"]).index(r["N"])
@@ -92,12 +94,15 @@ def format_sampling(records: list[dict], res: dict) -> str:
         budget = f"{r['chains']}x{r['warmup']}+{r['samples']}"
         cap = 2 ** r["max_tree_depth"] - 1 if r.get("max_tree_depth") else None
         steps = f"{r['steps']:.0f}" + ("*" if cap is not None and r["steps"] >= cap - 0.5 else " ")
-        rows.append(
-            f"{r['source']:>10} {r['network']:>5} {r['N']:4d} {r['sampler']:>13} {budget:>11} "
-            f"{r['accuracy']:5.1f} {r['accuracy_mcse']:5.2f} {sw['accuracy'][i]:6.1f} {rel:6.3f} {r['divergences']:3d} "
-            f"{r['rhat_U']:5.3f} {r['ess_U']:5.0f} {steps:>6} {r['seconds']:5.0f}"
+        net = (r["source"][0] + " " if tag else "") + r["network"]
+        key = f"{net:>5} {r['N']:4d} {r['sampler']:>13}"
+        first.append(
+            f"{key} {budget:>11} {r['accuracy']:6.1f} {r['accuracy_mcse']:6.2f} {sw['accuracy'][i]:6.1f} {rel:7.3f}"
         )
-    return "\n".join(rows)
+        second.append(
+            f"{key} {r['divergences']:5d} {r['rhat_U']:6.3f} {r['ess_U']:6.0f} {steps:>6} {r['seconds']:6.0f}"
+        )
+    return "\n".join(first) + "\n\n" + "\n".join(second)
 
 
 def format_seed_sets(res: dict) -> str:
