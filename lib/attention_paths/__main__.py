@@ -64,77 +64,92 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--debug", action="store_true", help="show the traceback of every error")
     parser.add_argument(
-        "--save-samples", action="store_true", help="also write every posterior-sampling run whole (large files)"
-    )
-    parser.add_argument(
-        "--cpu-devices",
-        type=int,
-        default=None,
-        help="expose this many CPU devices to JAX so that sampling chains run in parallel "
-        "(default: min(number of CPUs, 8); must be set before JAX starts)",
-    )
-    parser.add_argument(
-        "--max-steps",
-        type=int,
-        default=None,
-        help="omniglot-train: stop after this many steps (resume later with the same --out)",
-    )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="omniglot-train: training seed (initial weights, label-embedding table and data order; "
-        "default: the recipe's 42)",
-    )
-    parser.add_argument(
-        "--resume-from",
-        default=None,
-        metavar="CHECKPOINT",
-        help="omniglot-train: continue an interrupted run from this last.pt (e.g. a committed "
-        "data/omniglot-<network>/resume.pt) when --out holds none",
-    )
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="omniglot-train: CPU threads (default: every core)",
-    )
-    parser.add_argument(
-        "--precision",
-        choices=["auto", "float32", "bfloat16", "float16"],
-        default="auto",
-        help="omniglot-train: auto = 16-bit mixed precision on a GPU, float32 on a CPU; bfloat16 "
-        "autocast is about 2x faster on CPUs with AVX512-BF16",
-    )
-    parser.add_argument(
-        "--network",
-        type=_network,
-        default=None,
-        help="omniglot-theory, pruning, reproduce: which trained network: quick, paper or paper-seed<k> "
-        "(default: the one of --scale)",
-    )
-    parser.add_argument("--no-sample", action="store_true", help="omniglot-theory: skip posterior sampling")
-    parser.add_argument(
-        "--sampling",
-        default=None,
-        metavar="CHAINS,WARMUP,SAMPLES",
-        help="omniglot-theory: override the scale's sampling budget, e.g. 2,100,100",
-    )
-    parser.add_argument(
-        "--sampler",
-        choices=["rao-blackwell", "full"],
-        default=None,
-        help="omniglot-theory, reproduce: posterior sampler (default: the scale's; paper: full-weight "
-        "NUTS, quick: Rao-Blackwellised)",
-    )
-    parser.add_argument(
         "--device",
         default="auto",
         help="where the theory's low-rank kernel products run: auto (a CUDA GPU through torch when "
         "there is one), numpy, or a torch device; sets ATTENTION_PATHS_DEVICE (sampling uses "
         "JAX's default device, training torch's GPU when there is one)",
     )
-    rp = parser.add_argument_group("reproduce")
+    _training_arguments(parser)
+    _theory_arguments(parser)
+    _reproduce_arguments(parser)
+    return parser
+
+
+def _training_arguments(parser) -> None:
+    g = parser.add_argument_group("omniglot-train")
+    g.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="omniglot-train: stop after this many steps (resume later with the same --out)",
+    )
+    g.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="omniglot-train: training seed (initial weights, label-embedding table and data order; "
+        "default: the recipe's 42)",
+    )
+    g.add_argument(
+        "--resume-from",
+        default=None,
+        metavar="CHECKPOINT",
+        help="omniglot-train: continue an interrupted run from this last.pt (e.g. a committed "
+        "data/omniglot-<network>/resume.pt) when --out holds none",
+    )
+    g.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="omniglot-train: CPU threads (default: every core)",
+    )
+    g.add_argument(
+        "--precision",
+        choices=["auto", "float32", "bfloat16", "float16"],
+        default="auto",
+        help="omniglot-train: auto = 16-bit mixed precision on a GPU, float32 on a CPU; bfloat16 "
+        "autocast is about 2x faster on CPUs with AVX512-BF16",
+    )
+
+
+def _theory_arguments(parser) -> None:
+    g = parser.add_argument_group("theory, sampling and pruning")
+    g.add_argument(
+        "--network",
+        type=_network,
+        default=None,
+        help="omniglot-theory, pruning, reproduce: which trained network: quick, paper or paper-seed<k> "
+        "(default: the one of --scale)",
+    )
+    g.add_argument("--no-sample", action="store_true", help="omniglot-theory: skip posterior sampling")
+    g.add_argument(
+        "--sampling",
+        default=None,
+        metavar="CHAINS,WARMUP,SAMPLES",
+        help="omniglot-theory: override the scale's sampling budget, e.g. 2,100,100",
+    )
+    g.add_argument(
+        "--sampler",
+        choices=["rao-blackwell", "full"],
+        default=None,
+        help="omniglot-theory, reproduce: posterior sampler (default: the scale's; paper: full-weight "
+        "NUTS, quick: Rao-Blackwellised)",
+    )
+    g.add_argument(
+        "--save-samples", action="store_true", help="also write every posterior-sampling run whole (large files)"
+    )
+    g.add_argument(
+        "--cpu-devices",
+        type=int,
+        default=None,
+        help="expose this many CPU devices to JAX so that sampling chains run in parallel "
+        "(default: min(number of CPUs, 8); must be set before JAX starts)",
+    )
+
+
+def _reproduce_arguments(parser) -> None:
+    rp = parser.add_argument_group("reproduce and ensemble")
     rp.add_argument(
         "--workers",
         type=int,
@@ -165,7 +180,6 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument(
         "--retrain", action="store_true", help="reproduce: train the network even when a committed checkpoint exists"
     )
-    return parser
 
 
 def _main(args, parser) -> int:

@@ -220,48 +220,70 @@ def sample_hmc(head: dict, cfg: dict, progress: bool = False) -> dict:
 
 def hmc_summary(res: dict) -> tuple[dict, dict]:
     """``(summary, arrays)`` of a :func:`run_hmc` result: the JSON record and the arrays of its results folder."""
-
-    def sweep_rows(sw):
-        return [
-            {
-                "N": int(N),
-                "accuracy_percent": float(a),
-                "grad_max": float(r.grad_max),
-                "hessian_min_eig": float(r.hessian_min_eig),
-                "iterations": int(r.n_iter),
-                "U": r.U.tolist(),
-            }
-            for N, a, r in zip(sw["widths"], sw["accuracy"], sw["results"])
-        ]
-
-    sets = []
-    for s in res["sets"]:
-        sets.append(
-            {
-                "seed_set": s["k"],
-                "label": seed_set_label(s),
-                "seeds": vars(s["seeds"]),
-                "generator": s["seeds"].generator,
-                "gp_all_percent": s["gp_all"],
-                "gp_path_g_percent": s["gp_g"],
-                "gp_paths_gd_percent": s["gp_gd"],
-                "path_alone_network_percent": dict(zip(MAIN_PATHS, s["alone_network"].tolist())),
-                "path_alone_mask_percent": dict(zip(MAIN_PATHS, s["alone_mask"].tolist())),
-                "head_scores": s["head_scores"],
-                "main": sweep_rows(s["sweep"]),
-                "noisy": sweep_rows(s["noisy_sweep"]),
-                "noisy_gp_percent": s["noisy_sweep"]["gp_accuracy"],
-                "noisy_diagonal_only_percent": s["noisy_diagonal_only"].tolist(),
-                "noisy_equalised_diagonal_percent": s["noisy_equalised_diagonal"].tolist(),
-            }
-        )
-    sampled = {}
     arrays = {
         "alignment_GP": res["alignment"]["GP"],
         "alignment_renormalised": res["alignment"]["renormalised"],
         "kernel_subset": res["kernel_subset"],
     }
     arrays.update({f"kernel_{k}": v for k, v in res["kernels"].items()})
+    sampled = _sampled_summary(res, arrays)
+    for k, s in enumerate(res["sets"]):
+        arrays[f"set{k}_U_main"] = s["sweep"]["U"]
+        arrays[f"set{k}_U_noisy"] = s["noisy_sweep"]["U"]
+    arrays["widths"] = res["sets"][0]["sweep"]["widths"]
+    summary = {
+        "experiment": "hmc",
+        "scale": res["scale"],
+        "config": res["config"],
+        "path_names": {"main": list(MAIN_PATHS), "noisy": list(NOISY_PATHS)},
+        "seed_sets": [_seed_set_summary(s) for s in res["sets"]],
+        "sampled": sampled,
+        "theory_seconds": res["theory_seconds"],
+        "claims": hmc_claims(res),
+    }
+    return summary, arrays
+
+
+def _sweep_rows(sw: dict) -> list[dict]:
+    """One JSON row per width of a sweep: accuracy, solver report and ``U``."""
+    return [
+        {
+            "N": int(N),
+            "accuracy_percent": float(a),
+            "grad_max": float(r.grad_max),
+            "hessian_min_eig": float(r.hessian_min_eig),
+            "iterations": int(r.n_iter),
+            "U": r.U.tolist(),
+        }
+        for N, a, r in zip(sw["widths"], sw["accuracy"], sw["results"])
+    ]
+
+
+def _seed_set_summary(s: dict) -> dict:
+    """The JSON record of one seed set's theory: GP lines, single paths, both sweeps, the noisy controls."""
+    return {
+        "seed_set": s["k"],
+        "label": seed_set_label(s),
+        "seeds": vars(s["seeds"]),
+        "generator": s["seeds"].generator,
+        "gp_all_percent": s["gp_all"],
+        "gp_path_g_percent": s["gp_g"],
+        "gp_paths_gd_percent": s["gp_gd"],
+        "path_alone_network_percent": dict(zip(MAIN_PATHS, s["alone_network"].tolist())),
+        "path_alone_mask_percent": dict(zip(MAIN_PATHS, s["alone_mask"].tolist())),
+        "head_scores": s["head_scores"],
+        "main": _sweep_rows(s["sweep"]),
+        "noisy": _sweep_rows(s["noisy_sweep"]),
+        "noisy_gp_percent": s["noisy_sweep"]["gp_accuracy"],
+        "noisy_diagonal_only_percent": s["noisy_diagonal_only"].tolist(),
+        "noisy_equalised_diagonal_percent": s["noisy_equalised_diagonal"].tolist(),
+    }
+
+
+def _sampled_summary(res: dict, arrays: dict) -> dict:
+    """The JSON record of every sampling run, keyed ``<network>_N<width>_<sampler>``; adds its arrays
+    (posterior mean, variance, Monte Carlo error, ``U_hat``) to ``arrays``."""
+    sampled = {}
     for net, per_N in res["samples"].items():
         task = res["sets"][0][net]
         for N, entry in per_N.items():
@@ -283,18 +305,4 @@ def hmc_summary(res: dict) -> tuple[dict, dict]:
                     "settings": smp.settings,
                     "diagnostics": smp.diagnostics,
                 }
-    for k, s in enumerate(res["sets"]):
-        arrays[f"set{k}_U_main"] = s["sweep"]["U"]
-        arrays[f"set{k}_U_noisy"] = s["noisy_sweep"]["U"]
-    arrays["widths"] = res["sets"][0]["sweep"]["widths"]
-    summary = {
-        "experiment": "hmc",
-        "scale": res["scale"],
-        "config": res["config"],
-        "path_names": {"main": list(MAIN_PATHS), "noisy": list(NOISY_PATHS)},
-        "seed_sets": sets,
-        "sampled": sampled,
-        "theory_seconds": res["theory_seconds"],
-        "claims": hmc_claims(res),
-    }
-    return summary, arrays
+    return sampled
