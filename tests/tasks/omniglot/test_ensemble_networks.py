@@ -114,6 +114,12 @@ def test_commit_refuses_an_unfinished_run_and_resume_from_continues_it(tmp_path)
     for p, q in zip(a.parameters(), b.parameters()):
         torch.testing.assert_close(p, q, rtol=0, atol=1e-6)
     assert resumed["history"][-1]["val"] == pytest.approx(whole["history"][-1]["val"], abs=1e-4)
+    # a run resumed in another session may have lost its best-validation weights: committed without them
+    (tmp_path / "elsewhere" / "best.pt").unlink(missing_ok=True)
+    rec = en.commit_network(tmp_path / "elsewhere", tmp_path / "data" / "omniglot-x", test_episodes=64)
+    assert rec["accuracies"]["test"]["episodes"] == 64 and rec["accuracies"]["MNIST"]["episodes"] == 2115
+    assert "test" not in rec["accuracies_best"] and "not kept" in rec["accuracies_best"]["note"]
+    assert rec["accuracies_best"]["step"] == resumed["best_validation"]["step"]
     with pytest.raises(FileNotFoundError, match="does not exist"):
         tr.train(cfg, tmp_path / "new", progress=False, resume_from=tmp_path / "missing.pt")
     with pytest.raises(ValueError, match="threads"):

@@ -116,14 +116,23 @@ def commit_network(run_dir, dest_dir, *, root=None, test_episodes: int = PRECISE
     record = export_checkpoint(run_dir, dest_dir)
     sets = precise_sets(root, test_episodes)
     net, _ = load_trained(dest_dir / "model.pt")
-    best, best_ck = load_trained(run_dir / "best.pt")
     record = _with_precise(record, precise_accuracies(net, sets), test_episodes)
-    record["accuracies_best"] = {
-        "step": best_ck["step"],
-        **precise_accuracies(best, sets),
-        "note": "best-validation checkpoint (not committed; the theory and pruning use the last, spec OP-E5)",
-        "sha256": checkpoint_sha256(run_dir / "best.pt"),
-    }
+    if (run_dir / "best.pt").exists():
+        best, best_ck = load_trained(run_dir / "best.pt")
+        record["accuracies_best"] = {
+            "step": best_ck["step"],
+            **precise_accuracies(best, sets),
+            "note": "best-validation checkpoint (not committed; the theory and pruning use the last, spec OP-E5)",
+            "sha256": checkpoint_sha256(run_dir / "best.pt"),
+        }
+    else:  # a run resumed in another session from its committed last.pt: the best weights were not kept
+        best = summary.get("best_validation") or {}
+        record["accuracies_best"] = {
+            "step": best.get("step"),
+            "val": best.get("val"),
+            "note": "best-validation weights not kept (the run was resumed from its committed last checkpoint "
+            "after the best step); only their training-time validation accuracy is known",
+        }
     atomic_write_json(dest_dir / "record.json", record)
     return record
 
