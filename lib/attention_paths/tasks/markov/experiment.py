@@ -226,7 +226,7 @@ def hmc_summary(res: dict) -> tuple[dict, dict]:
         "kernel_subset": res["kernel_subset"],
     }
     arrays.update({f"kernel_{k}": v for k, v in res["kernels"].items()})
-    sampled = _sampled_summary(res, arrays)
+    sampled = _sampling_records(res, arrays)
     for k, s in enumerate(res["sets"]):
         arrays[f"set{k}_U_main"] = s["sweep"]["U"]
         arrays[f"set{k}_U_noisy"] = s["noisy_sweep"]["U"]
@@ -236,7 +236,7 @@ def hmc_summary(res: dict) -> tuple[dict, dict]:
         "scale": res["scale"],
         "config": res["config"],
         "path_names": {"main": list(MAIN_PATHS), "noisy": list(NOISY_PATHS)},
-        "seed_sets": [_seed_set_summary(s) for s in res["sets"]],
+        "seed_sets": [_seed_set_record(s) for s in res["sets"]],
         "sampled": sampled,
         "theory_seconds": res["theory_seconds"],
         "claims": hmc_claims(res),
@@ -244,7 +244,7 @@ def hmc_summary(res: dict) -> tuple[dict, dict]:
     return summary, arrays
 
 
-def _sweep_rows(sw: dict) -> list[dict]:
+def _sweep_records(sw: dict) -> list[dict]:
     """One JSON row per width of a sweep: accuracy, solver report and ``U``."""
     return [
         {
@@ -259,7 +259,7 @@ def _sweep_rows(sw: dict) -> list[dict]:
     ]
 
 
-def _seed_set_summary(s: dict) -> dict:
+def _seed_set_record(s: dict) -> dict:
     """The JSON record of one seed set's theory: GP lines, single paths, both sweeps, the noisy controls."""
     return {
         "seed_set": s["k"],
@@ -272,15 +272,15 @@ def _seed_set_summary(s: dict) -> dict:
         "path_alone_network_percent": dict(zip(MAIN_PATHS, s["alone_network"].tolist())),
         "path_alone_mask_percent": dict(zip(MAIN_PATHS, s["alone_mask"].tolist())),
         "head_scores": s["head_scores"],
-        "main": _sweep_rows(s["sweep"]),
-        "noisy": _sweep_rows(s["noisy_sweep"]),
+        "main": _sweep_records(s["sweep"]),
+        "noisy": _sweep_records(s["noisy_sweep"]),
         "noisy_gp_percent": s["noisy_sweep"]["gp_accuracy"],
         "noisy_diagonal_only_percent": s["noisy_diagonal_only"].tolist(),
         "noisy_equalised_diagonal_percent": s["noisy_equalised_diagonal"].tolist(),
     }
 
 
-def _sampled_summary(res: dict, arrays: dict) -> dict:
+def _sampling_records(res: dict, arrays: dict) -> dict:
     """The JSON record of every sampling run, keyed ``<network>_N<width>_<sampler>``; adds its arrays
     (posterior mean, variance, Monte Carlo error, ``U_hat``) to ``arrays``."""
     sampled = {}
