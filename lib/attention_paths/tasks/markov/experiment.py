@@ -226,7 +226,7 @@ def hmc_summary(res: dict) -> tuple[dict, dict]:
         "kernel_subset": res["kernel_subset"],
     }
     arrays.update({f"kernel_{k}": v for k, v in res["kernels"].items()})
-    sampled = _sampling_records(res, arrays)
+    sampled = _sampled_records(res, arrays)
     for k, s in enumerate(res["sets"]):
         arrays[f"set{k}_U_main"] = s["sweep"]["U"]
         arrays[f"set{k}_U_noisy"] = s["noisy_sweep"]["U"]
@@ -280,7 +280,7 @@ def _seed_set_record(s: dict) -> dict:
     }
 
 
-def _sampling_records(res: dict, arrays: dict) -> dict:
+def _sampled_records(res: dict, arrays: dict) -> dict:
     """The JSON record of every sampling run, keyed ``<network>_N<width>_<sampler>``; adds its arrays
     (posterior mean, variance, Monte Carlo error, ``U_hat``) to ``arrays``."""
     sampled = {}
