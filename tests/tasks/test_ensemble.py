@@ -152,3 +152,18 @@ def test_a_resumable_state_is_committed_and_reported(tmp_path, monkeypatch):
     assert ensemble_runs.load_members(data_dir=data) == []  # not a member until committed whole
     with pytest.raises(ValueError, match="not a run of network paper-seed2"):
         ensemble_runs.save_resume_state(run, "paper-seed2", data_dir=data)
+
+
+def test_a_committed_member_spends_its_resumable_state(tmp_path):
+    """Once a member is committed whole, resume.pt and resume.json go; the note moves into record.json."""
+    from attention_paths.runs.stages import spend_resume_state
+
+    (tmp_path / "resume.pt").write_bytes(b"state")
+    (tmp_path / "resume.json").write_text(json.dumps({"steps_done": 36000, "note": "paused once"}))
+    (tmp_path / "record.json").write_text(json.dumps({"steps_done": 41240}))
+    spend_resume_state(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["record.json"]
+    assert json.loads((tmp_path / "record.json").read_text()) == {"steps_done": 41240, "training_note": "paused once"}
+    (tmp_path / "resume.json").write_text(json.dumps({"note": "another"}))  # an existing note is kept
+    spend_resume_state(tmp_path)
+    assert json.loads((tmp_path / "record.json").read_text())["training_note"] == "paused once"

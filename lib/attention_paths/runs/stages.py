@@ -57,7 +57,14 @@ from attention_paths.tasks.oneshot import (
 )
 from attention_paths.tasks.pruning import PRUNING_EXPERIMENT, pruning_summary, run_pruning
 
-__all__ = ["reproduction_stages", "ensemble_stages", "ensemble_members", "slim_hmc_result", "commit_member"]
+__all__ = [
+    "reproduction_stages",
+    "ensemble_stages",
+    "ensemble_members",
+    "slim_hmc_result",
+    "commit_member",
+    "spend_resume_state",
+]
 
 
 # The expensive, stable stages are keyed by the library code they run only: the files they import,
@@ -460,7 +467,20 @@ def commit_member(out, name: str, data_dir=None) -> dict:
                 },
             )
         done[part] = str(dest)
-    resume = data / f"omniglot-{name}" / "resume.pt"
-    if resume.exists():
-        resume.unlink()
+    spend_resume_state(data / f"omniglot-{name}")
     return done
+
+
+def spend_resume_state(folder) -> None:
+    """Remove a committed network's spent resumable state (``resume.pt``, ``resume.json``) from ``folder``,
+    moving the note of ``resume.json`` (how the run was interrupted) into ``record.json`` as
+    ``training_note`` unless the record has one."""
+    folder = Path(folder)
+    note_file, record_file = folder / "resume.json", folder / "record.json"
+    if note_file.exists() and record_file.exists():
+        note = json.loads(note_file.read_text()).get("note")
+        record = json.loads(record_file.read_text())
+        if note and "training_note" not in record:
+            atomic_write_json(record_file, record | {"training_note": note})
+    for spent in (folder / "resume.pt", note_file):
+        spent.unlink(missing_ok=True)
