@@ -296,12 +296,14 @@ def score_drop_scatter(ax, rows: list[dict], reference: dict | None = None):
     network of an ensemble: one marker and colour per network, the two lowest-scoring heads of each
     network ringed.  ``rows`` are :func:`attention_paths.tasks.ensemble.network_row` dicts."""
     markers = "osD^v<>p"
+    # networks are not a role of ROLES: colours that no role uses (not theory blue, GP orange, samples green)
+    colors = ("C3", "C9", "C5", "C6", "C8", "C4", "C7")
     for i, r in enumerate(rows):
         heads = sorted(r["scores"], key=r["scores"].get)
         s = np.array([r["scores"][h] for h in heads])
         d = np.array([r["single_drops"][h][0] for h in heads])
         e = np.array([r["single_drops"][h][1] for h in heads])
-        c = f"C{i % 10}"
+        c = colors[i % len(colors)]
         ax.errorbar(
             s,
             d,
