@@ -23,7 +23,7 @@ BOOK = Path(__file__).resolve().parents[2] / "book"
 _WORDS = {name: f"C{i}" for i, name in enumerate(COLOR_NAMES)}
 _WORDS["grey"] = "C7"
 _WORDS["black"] = "k"
-_OTHER = {"k": ("black", '"k"', "'k'", "color=\"k\""), "C7": ("grey", "gray", '"0.')}
+_OTHER = {"k": ("black",), "C7": ('"gray"', '"0.')}  # black and grey besides "k", "grey" and C7
 # "red" names nothing in the palette (C3 is vermilion): allowed only where a cell draws with "red" itself
 _FORBIDDEN = ("red",)
 
@@ -60,8 +60,6 @@ def _drawn(code: str, word: str) -> bool:
         return True
     roles = [role for role, c in ROLES.items() if c == cycle]
     # plotting.ROLES["gp"], an alias of it, or ROLES[role] with the role's name as a literal in the cell
-    if any(f'ROLES["{role}"]' in code for role in roles):
-        return True
     if "ROLES[" in code and any(re.search(rf"[\"']{role}[\"']", code) for role in roles):
         return True
     return any(token in code for token in _OTHER.get(cycle, ()))

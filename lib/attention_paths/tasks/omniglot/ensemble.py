@@ -116,12 +116,14 @@ def commit_network(run_dir, dest_dir, *, root=None, test_episodes: int = PRECISE
     record = export_checkpoint(run_dir, dest_dir)
     sets = precise_sets(root, test_episodes)
     net, _ = load_trained(dest_dir / "model.pt")
-    record = _with_precise(record, precise_accuracies(net, sets), test_episodes)
+    last = precise_accuracies(net, sets)
+    record = _with_precise(record, last, test_episodes)
     if (run_dir / "best.pt").exists():
         best, best_ck = load_trained(run_dir / "best.pt")
         record["accuracies_best"] = {
             "step": best_ck["step"],
-            **precise_accuracies(best, sets),
+            # the best step is often the last: its weights are the committed ones, evaluated above
+            **(last if best_ck["step"] == summary["steps_done"] else precise_accuracies(best, sets)),
             "note": "best-validation checkpoint (not committed; the theory and pruning use the last, spec OP-E5)",
             "sha256": checkpoint_sha256(run_dir / "best.pt"),
         }
