@@ -47,6 +47,7 @@ _THEORY = {
     "renormalized_kernel": "kernels",
     "AttentionPathNetwork": "network",
     "n_paths": "paths",
+    "features_to_path_inputs": "paths",
     "path_features": "paths",
     "path_index": "paths",
     "path_inputs": "paths",

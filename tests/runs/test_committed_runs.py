@@ -152,7 +152,7 @@ def _nan_first(a, key):
         ),
         ("pruning/paper-network", "pruning", None, lambda a: _cut(a, "y_test", 100), "y_test has shape"),
         ("pruning/paper-network", "pruning", lambda s: s.update(order=["(9)9"] * 8), None, "name the heads"),
-        ("hmc-paper", "hmc", None, lambda a: _nan_first(a, "sample_main_N10_rb_mean"), "non-finite"),
+        ("hmc-paper", "hmc", None, lambda a: _nan_first(a, "sample_main_N10_rao-blackwell_mean"), "non-finite"),
         ("pruning/paper-network", "pruning", lambda s: s.update(format=99), None, "results format 99, newer"),
     ],
 )
@@ -198,7 +198,7 @@ def test_hmc_paper_run_is_complete_mixed_and_agrees_with_a_fresh_theory():
     assert run["config"]["sampler"]["num_chains"] >= 4 and run["config"]["sampler"]["num_samples"] >= 500
     keys = {(e["network"], e["N"], e["kind"]) for e in run["sampled"].values()}
     for net in ("main", "noisy"):
-        assert {(net, N, "rao-blackwell") for N in paper["sampling"][net]["rb"]} <= keys
+        assert {(net, N, "rao-blackwell") for N in paper["sampling"][net]["rao-blackwell"]} <= keys
         assert {(net, N, "full") for N in paper["sampling"][net]["full"]} <= keys
     for e in run["sampled"].values():
         assert e["diagnostics"]["rhat_U_max"] <= 1.05 and e["diagnostics"]["ess_bulk_U_min"] >= 400

@@ -26,9 +26,8 @@ CONFIG = sp.SamplerConfig(num_warmup=300, num_samples=300, num_chains=4, seed=0)
 def _run(N, kind):
     prob = BASE.subset(2 * N)
     arch = ap.Architecture.uniform((2, 2), N)
-    if kind == "rb":
-        return sp.sample_rao_blackwell(prob.features_train, prob.y_train, TAU, arch, prob.features_test, config=CONFIG)
-    return sp.sample_full(prob.path_inputs("train"), prob.y_train, TAU, arch, prob.path_inputs("test"), config=CONFIG)
+    # the full-weight sampler on the features' exact inverse (the dispatcher's default path inputs)
+    return sp.sample(kind, prob.features_train, prob.y_train, TAU, arch, prob.features_test, config=CONFIG)
 
 
 def _theory(N):
@@ -42,13 +41,16 @@ def _theory(N):
 
 @pytest.fixture(scope="module")
 def runs():
-    return {(20, "rb"): _run(20, "rb"), (20, "full"): _run(20, "full"), (60, "rb"): _run(60, "rb")}
+    rb = "rao-blackwell"
+    return {(20, rb): _run(20, rb), (20, "full"): _run(20, "full"), (60, rb): _run(60, rb)}
 
 
 @pytest.mark.slow
 def test_samplers_are_converged(runs):
     for (_, kind), smp in runs.items():
-        assert smp.settings["sampler"]["max_tree_depth"] == (5 if kind == "rb" else 10)  # the recorded default
+        assert smp.settings["sampler"]["max_tree_depth"] == (
+            5 if kind == "rao-blackwell" else 10
+        )  # the recorded default
         d = smp.diagnostics
         assert d["divergences"] == 0
         assert d["rhat_U_max"] < 1.05 and d["rhat_outputs_max"] < 1.05
@@ -57,7 +59,7 @@ def test_samplers_are_converged(runs):
 
 @pytest.mark.slow
 def test_full_and_rao_blackwell_samplers_agree(runs):
-    full, rb = runs[(20, "full")], runs[(20, "rb")]
+    full, rb = runs[(20, "full")], runs[(20, "rao-blackwell")]
     se = np.sqrt(full.mc_standard_error() ** 2 + rb.mc_standard_error() ** 2)
     z = np.abs(full.predictive_mean - rb.predictive_mean) / se
     assert np.percentile(z, 95) < 3.0 and z.max() < 5.5
@@ -75,7 +77,7 @@ def test_full_and_rao_blackwell_samplers_agree(runs):
 @pytest.mark.parametrize("N", [20, 60])
 def test_theory_tracks_the_posterior_much_better_than_the_gp(runs, N):
     U_star, th, gp = _theory(N)
-    smp = runs[(N, "rb")]
+    smp = runs[(N, "rao-blackwell")]
     # test power: the theory is far from the GP point here
     assert np.diag(U_star).min() > 1.5 and (U_star - np.diag(np.diag(U_star))).min() < -0.3
     m = smp.predictive_mean
@@ -92,7 +94,7 @@ def test_theory_tracks_the_posterior_much_better_than_the_gp(runs, N):
 
 @pytest.mark.slow
 def test_theory_sample_gap_shrinks_like_one_over_n(runs):
-    gaps = {N: np.abs(runs[(N, "rb")].U_hat - _theory(N)[0]).max() for N in (20, 60)}
+    gaps = {N: np.abs(runs[(N, "rao-blackwell")].U_hat - _theory(N)[0]).max() for N in (20, 60)}
     assert 1.5 < gaps[20] / gaps[60] < 6.0
 
 
@@ -100,7 +102,7 @@ def _short_run(prob, arch, cfg, kind):
     """A deliberately short run (too short for clean diagnostics, so their warnings are silenced)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sp.SamplingWarning)
-        if kind == "rb":
+        if kind == "rao-blackwell":
             return sp.sample_rao_blackwell(prob.features_train, prob.y_train, TAU, arch, prob.features_test, config=cfg)
         return sp.sample_full(prob.path_inputs("train"), prob.y_train, TAU, arch, prob.path_inputs("test"), config=cfg)
 
@@ -109,9 +111,16 @@ def test_seeded_runs_are_reproducible_bit_for_bit():
     prob = BASE.subset(10)
     arch = ap.Architecture.uniform((2, 2), 5)
     cfg = sp.SamplerConfig(num_warmup=20, num_samples=20, num_chains=2, seed=3)
-    a, b = _short_run(prob, arch, cfg, "rb"), _short_run(prob, arch, cfg, "rb")
+    a, b = _short_run(prob, arch, cfg, "rao-blackwell"), _short_run(prob, arch, cfg, "rao-blackwell")
     c, d = _short_run(prob, arch, cfg, "full"), _short_run(prob, arch, cfg, "full")
-    for x, y in [(a, b), (c, d)]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sp.SamplingWarning)
+        xi = prob.path_inputs("train"), prob.path_inputs("test")
+        args = prob.features_train, prob.y_train, TAU, arch, prob.features_test
+        e = sp.sample("full", *args, path_inputs=xi, config=cfg)  # the dispatcher is the sampler it names
+        f = sp.sample("rao-blackwell", *args, config=cfg)
+    assert (e.kind, f.kind) == ("full", "rao-blackwell")
+    for x, y in [(a, b), (c, d), (c, e), (a, f)]:
         np.testing.assert_array_equal(x.U, y.U)
         np.testing.assert_array_equal(x.mean_samples, y.mean_samples)
         np.testing.assert_array_equal(x.var_samples, y.var_samples)
@@ -197,6 +206,8 @@ def test_bad_inputs_raise_clear_errors(tmp_path):
         sp.SamplerConfig(chain_method="threads")
     with pytest.raises(ValueError, match="max_tree_depth"):
         sp.SamplerConfig(max_tree_depth=0)
+    with pytest.raises(ValueError, match="rao-blackwell"):  # the old short name is not a sampler
+        sp.sample("rb", prob.features_train, prob.y_train, TAU, arch, prob.features_test)
     with pytest.raises(ValueError, match="tau"):
         sp.sample_rao_blackwell(prob.features_train, prob.y_train, 0.0, arch, prob.features_test)
     with pytest.raises(ValueError, match="targets"):
@@ -221,7 +232,7 @@ def test_save_and_load_round_trip(tmp_path):
     prob = BASE.subset(10)
     arch = ap.Architecture.uniform((2, 2), 5)
     cfg = sp.SamplerConfig(num_warmup=10, num_samples=10, num_chains=2, seed=1)
-    smp = _short_run(prob, arch, cfg, "rb")
+    smp = _short_run(prob, arch, cfg, "rao-blackwell")
     path = smp.save(tmp_path / "run.npz")
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     back = sp.load_samples(path)

@@ -181,7 +181,7 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     """A short sampling run goes through the CLI's summary, is reloaded by results.load_run and matches."""
 
     cfg = dict(markov.HMC_EXPERIMENT["quick"])
-    cfg["sampling"] = {"main": {"rb": (10,), "full": ()}, "noisy": {"rb": (), "full": ()}}
+    cfg["sampling"] = {"main": {"rao-blackwell": (10,), "full": ()}, "noisy": {"rao-blackwell": (), "full": ()}}
     cfg["sampler"] = dict(num_chains=2, num_warmup=60, num_samples=60, seed=3)
     from attention_paths.sampling import SamplingWarning
 
@@ -189,14 +189,14 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplingWarning)  # a deliberately short run
         res["samples"] = markov.sample_hmc(theory_res["sets"][0], cfg)
-    smp = res["samples"]["main"][10]["rb"]
+    smp = res["samples"]["main"][10]["rao-blackwell"]
     summary, arrays = markov.hmc_summary(res)
     summary["provenance"] = {"git_commit": None, "platform": "test", "time_utc": "now"}
     results.write(tmp_path, summary, arrays)
     loaded = results.load_run(tmp_path, "hmc")
     assert [s["generator"] for s in loaded["seed_sets"]] == ["torch-reference"] + ["numpy-pcg64"] * 5
     assert loaded["seed_sets"][0]["label"] == "reference" and loaded["seed_sets"][0]["seeds"]["train"] == 27
-    e = loaded["sampled"]["main_N10_rb"]
+    e = loaded["sampled"]["main_N10_rao-blackwell"]
     np.testing.assert_allclose(e["arrays"]["U_hat"], smp.U_hat)
     np.testing.assert_allclose(e["arrays"]["mean"], smp.predictive_mean)
     assert e["accuracy_percent"] == smp.accuracy(theory_res["sets"][0]["main"].y_test)

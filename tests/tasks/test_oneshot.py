@@ -83,7 +83,7 @@ def test_edge_scan_and_paired_predictions_agree_with_the_grid_and_the_selection(
         assert cmp["diff"] == pytest.approx(sel["theory"]["accuracy"][s][0] - float(sel["gp"]["accuracy"][s]), abs=1e-9)
         assert cmp["only_theory"] - cmp["only_gp"] == round(cmp["diff"] * cmp["n"] / 100) and cmp["n"] == len(y)
     xi = np.random.default_rng(3).standard_normal((5, 16, 192))  # the full-weight sampler's inputs
-    np.testing.assert_allclose(osh.features_to_path_inputs(ap.path_features(xi)), xi, rtol=1e-13)
+    np.testing.assert_allclose(ap.features_to_path_inputs(ap.path_features(xi)), xi, rtol=1e-13)
     with pytest.raises(ValueError, match="kind"):
         osh.with_budget({"sampler": {}}, {"kind": "gibbs"})
     assert osh.with_budget(

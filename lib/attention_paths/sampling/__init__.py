@@ -13,7 +13,12 @@ import importlib
 
 from attention_paths.sampling.agreement import mean_agreement, order_parameter_agreement
 
+SAMPLER_KINDS = ("rao-blackwell", "full")
+"""The names of the two samplers (:func:`sample`): the Rao-Blackwellised one and the full-weight one;
+``PosteriorSamples.kind`` is one of them."""
+
 _LAZY = {
+    "sample": "nuts",
     "sample_full": "nuts",
     "sample_rao_blackwell": "nuts",
     "DEFAULT_TREE_DEPTH": "nuts",
@@ -26,7 +31,7 @@ _LAZY = {
     "chain_diagnostics": "diagnostics",
 }
 
-__all__ = ["mean_agreement", "order_parameter_agreement", *_LAZY]
+__all__ = ["SAMPLER_KINDS", "mean_agreement", "order_parameter_agreement", *_LAZY]
 
 
 def __getattr__(name: str):

@@ -33,16 +33,19 @@ with warnings.catch_warnings():
     from numpyro.infer import MCMC, NUTS
 
 from attention_paths.base.progress import quiet
+from attention_paths.sampling import SAMPLER_KINDS
 from attention_paths.sampling.diagnostics import chain_diagnostics, warn_if_bad
 from attention_paths.sampling.samples import PosteriorSamples, SamplerConfig
 from attention_paths.theory.architecture import Architecture
 from attention_paths.theory.checks import check_features, check_training_set
 from attention_paths.theory.kernels import PathKernel
+from attention_paths.theory.paths import features_to_path_inputs
 
 # float64 before the first array: importing jax and numpyro creates none (checked in tests/sampling)
 jax.config.update("jax_enable_x64", True)
 
 __all__ = [
+    "sample",
     "sample_full",
     "sample_rao_blackwell",
     "DEFAULT_TREE_DEPTH",
@@ -366,3 +369,45 @@ def _conditional_predictions(U, ops: KernelOps, y, tau, Xt, batch: int = 64):
         vars_.append(np.asarray(v))
     shape = U.shape[:2] + (M,)
     return np.concatenate(means).reshape(shape), np.concatenate(vars_).reshape(shape)
+
+
+def sample(
+    kind: str,
+    features_train,
+    y,
+    tau: float,
+    arch: Architecture,
+    features_test,
+    *,
+    path_inputs=None,
+    config: SamplerConfig = SamplerConfig(),
+    progress: bool | None = None,
+) -> PosteriorSamples:
+    """Posterior samples by the sampler named ``kind`` (one of :data:`SAMPLER_KINDS`), on one set of inputs.
+
+    Parameters
+    ----------
+    kind : ``"rao-blackwell"`` (:func:`sample_rao_blackwell`) or ``"full"`` (:func:`sample_full`)
+    features_train, features_test : [P, N0, Pi], [M, N0, Pi] path features
+        (:func:`attention_paths.theory.paths.path_features`)
+    y : [P] targets
+    tau : likelihood variance, > 0
+    arch : heads, widths and value/readout prior variances
+    path_inputs : ``(xi_train, xi_test)``, [P, Pi, N0] and [M, Pi, N0], for the full-weight sampler; by
+        default the features' exact inverse with ``sigma0_2 = 1``
+        (:func:`attention_paths.theory.paths.features_to_path_inputs`).  Pass the path inputs the features
+        were made from where you have them: the inverse is exact only to rounding.
+    config, progress : as for the two samplers
+
+    Returns
+    -------
+    PosteriorSamples with ``kind`` as given
+    """
+    if kind not in SAMPLER_KINDS:
+        raise ValueError(f"sampler kind must be one of {SAMPLER_KINDS}, got {kind!r}")
+    if kind == "rao-blackwell":
+        return sample_rao_blackwell(features_train, y, tau, arch, features_test, config=config, progress=progress)
+    if path_inputs is None:
+        path_inputs = features_to_path_inputs(features_train), features_to_path_inputs(features_test)
+    xi_train, xi_test = path_inputs
+    return sample_full(xi_train, y, tau, arch, xi_test, config=config, progress=progress)

@@ -230,8 +230,10 @@ def posterior_check(scale: str | None = None, progress: bool = False) -> dict:
 
     For every width ``N`` the first ``P = alpha N`` examples of one seeded teacher problem are the training
     set; the theory is solved, the Rao-Blackwellised sampler runs at every width and the full-weight
-    sampler at ``full_widths``.  Returns per-width order parameters, predictor means and variances
-    (theory, GP, samplers), their gaps and the sampler diagnostics.
+    sampler at ``full_widths``.  Returns per-width rows: the order parameters, predictor means and variances
+    (theory, GP), ``samples`` (``{kind: PosteriorSamples}``, ``kind`` in ``sampling.SAMPLER_KINDS``) and
+    ``agreement`` (``{kind: {"dU", "rms_theory", "rms_gp"}}``: max ``|U_hat - U|`` and the RMS gaps of the
+    sampled mean to the theory's and the GP's).
     """
     scale = get_scale(scale)
     cfg = dict(POSTERIOR_CHECK[scale])
@@ -257,25 +259,26 @@ def posterior_check(scale: str | None = None, progress: bool = False) -> dict:
         th = predict(theory.U, prob.features_train, prob.y_train, tau, prob.features_test)
         gp = predict(np.eye(Pi), prob.features_train, prob.y_train, tau, prob.features_test)
         row = {"N": N, "P": alpha * N, "U_theory": theory.U, "theory": th, "gp": gp, "solve": theory}
-        row["rb"] = sampling.sample_rao_blackwell(
-            prob.features_train, prob.y_train, tau, arch, prob.features_test, config=sconf, progress=progress
-        )
-        if N in cfg["full_widths"]:
-            row["full"] = sampling.sample_full(
-                prob.path_inputs("train"),
-                prob.y_train,
-                tau,
-                arch,
-                prob.path_inputs("test"),
-                config=sconf,
-                progress=progress,
-            )
-        for kind in ("rb", "full"):
-            if kind in row:
-                smp = row[kind]
-                row[f"{kind}_dU"] = float(np.abs(smp.U_hat - theory.U).max())
-                row[f"{kind}_rms_theory"] = float(np.sqrt(np.mean((smp.predictive_mean - th.mean) ** 2)))
-                row[f"{kind}_rms_gp"] = float(np.sqrt(np.mean((smp.predictive_mean - gp.mean) ** 2)))
+        row["samples"], row["agreement"] = {}, {}
+        for kind in sampling.SAMPLER_KINDS:
+            if kind == "rao-blackwell" or N in cfg["full_widths"]:
+                smp = sampling.sample(
+                    kind,
+                    prob.features_train,
+                    prob.y_train,
+                    tau,
+                    arch,
+                    prob.features_test,
+                    path_inputs=(prob.path_inputs("train"), prob.path_inputs("test")),
+                    config=sconf,
+                    progress=progress,
+                )
+                row["samples"][kind] = smp
+                row["agreement"][kind] = {
+                    "dU": float(np.abs(smp.U_hat - theory.U).max()),
+                    "rms_theory": float(np.sqrt(np.mean((smp.predictive_mean - th.mean) ** 2))),
+                    "rms_gp": float(np.sqrt(np.mean((smp.predictive_mean - gp.mean) ** 2))),
+                }
         row["gp_dU"] = float(np.abs(np.eye(Pi) - theory.U).max())
         rows.append(row)
     return {"scale": scale, "config": cfg, "problem": base, "rows": rows}
@@ -292,19 +295,18 @@ def posterior_summary(res: dict) -> tuple[dict, dict]:
             "gp_accuracy": row["gp"].accuracy(res["problem"].y_test),
         }
         arrays[f"N{row['N']}_U_theory"] = row["U_theory"]
-        for kind in ("rb", "full"):
-            if kind in row:
-                smp = row[kind]
-                entry[kind] = {
-                    "max_abs_Uhat_minus_theory": row[f"{kind}_dU"],
-                    "rms_mean_gap_theory": row[f"{kind}_rms_theory"],
-                    "rms_mean_gap_gp": row[f"{kind}_rms_gp"],
-                    "accuracy": smp.accuracy(res["problem"].y_test),
-                    "wall_seconds": smp.wall_seconds,
-                    "diagnostics": smp.diagnostics,
-                }
-                arrays[f"N{row['N']}_U_{kind}"] = smp.U_hat
-                arrays[f"N{row['N']}_mean_{kind}"] = smp.predictive_mean
+        for kind, smp in row["samples"].items():
+            agree = row["agreement"][kind]
+            entry[kind] = {
+                "max_abs_Uhat_minus_theory": agree["dU"],
+                "rms_mean_gap_theory": agree["rms_theory"],
+                "rms_mean_gap_gp": agree["rms_gp"],
+                "accuracy": smp.accuracy(res["problem"].y_test),
+                "wall_seconds": smp.wall_seconds,
+                "diagnostics": smp.diagnostics,
+            }
+            arrays[f"N{row['N']}_U_{kind}"] = smp.U_hat
+            arrays[f"N{row['N']}_mean_{kind}"] = smp.predictive_mean
         per_width.append(entry)
     return {"experiment": "posterior", "scale": res["scale"], "config": res["config"], "per_width": per_width}, arrays
 

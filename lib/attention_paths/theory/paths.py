@@ -25,6 +25,7 @@ __all__ = [
     "path_vectors",
     "path_inputs",
     "path_features",
+    "features_to_path_inputs",
 ]
 
 
@@ -166,3 +167,12 @@ def path_features(xi, sigma0_2: float = 1.0) -> np.ndarray:
         raise ValueError("path inputs contain non-finite values")
     _, Pi, N0 = xi.shape
     return PathFeatures(np.ascontiguousarray(np.sqrt(sigma0_2 / (N0 * Pi)) * xi.transpose(0, 2, 1)), heads)
+
+
+def features_to_path_inputs(features) -> np.ndarray:
+    """Path inputs ``xi`` [P, Pi, N0] of path features [P, N0, Pi] made with ``sigma0_2 = 1`` (the inverse of
+    :func:`path_features`): ``xi = Xi^T sqrt(N0 Pi)``."""
+    F = np.asarray(features, dtype=np.float64)
+    if F.ndim != 3:
+        raise ValueError(f"path features must have shape [P, N0, Pi], got {F.shape}")
+    return np.ascontiguousarray(F.transpose(0, 2, 1) * np.sqrt(F.shape[1] * F.shape[2]))

@@ -42,7 +42,7 @@ _HMC_QUICK = dict(
     heat_widths=(10, 100, 1000),
     kernel_subset=(tuple(range(0, 25)), tuple(range(75, 100))),
     n_align=30,
-    sampling={"main": {"rb": (10,), "full": ()}, "noisy": {"rb": (10,), "full": ()}},
+    sampling={"main": {"rao-blackwell": (10,), "full": ()}, "noisy": {"rao-blackwell": (10,), "full": ()}},
     sampler=dict(num_chains=2, num_warmup=300, num_samples=300, seed=1),
 )
 
@@ -54,7 +54,10 @@ HMC_EXPERIMENT = {
         _HMC_QUICK,
         # the Rao-Blackwellised sampler is ~10x faster per effective sample here (P = 100); the
         # full-weight one cross-checks it at N = 10
-        sampling={"main": {"rb": (10, 30, 100), "full": (10,)}, "noisy": {"rb": (10, 30, 100), "full": (10,)}},
+        sampling={
+            "main": {"rao-blackwell": (10, 30, 100), "full": (10,)},
+            "noisy": {"rao-blackwell": (10, 30, 100), "full": (10,)},
+        },
         sampler=dict(num_chains=4, num_warmup=500, num_samples=500, seed=1, chain_method="parallel"),
     ),
 }
@@ -187,33 +190,38 @@ def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = Tru
 def sample_hmc(head: dict, cfg: dict, progress: bool = False) -> dict:
     """Posterior samples of the 4-path and 2-path networks at the widths listed in ``cfg['sampling']``.
 
-    Returns ``{network: {N: {"rb": PosteriorSamples, "full": PosteriorSamples}}}``.
+    Returns ``{network: {N: {kind: PosteriorSamples}}}``, ``kind`` one of ``sampling.SAMPLER_KINDS`` in that
+    order.
     """
     sconf = sampling.SamplerConfig(**cfg["sampler"])
     out = {}
     for net in ("main", "noisy"):
         task = head[net]
         plan = cfg["sampling"][net]
+        unknown = set(plan) - set(sampling.SAMPLER_KINDS)
+        if unknown:
+            raise ValueError(
+                f"cfg['sampling'][{net!r}] names unknown samplers {sorted(unknown)}: use {sampling.SAMPLER_KINDS}"
+            )
         out[net] = {}
-        for N in sorted(set(plan["rb"]) | set(plan["full"])):
+        for N in sorted(set().union(*plan.values())):
             arch = Architecture.uniform(task.heads, N)
             entry = {}
             with warnings.catch_warnings():
                 warnings.simplefilter("always", sampling.SamplingWarning)
-                if N in plan["rb"]:
-                    entry["rb"] = sampling.sample_rao_blackwell(
-                        task.features_train,
-                        task.y_train,
-                        cfg["tau"],
-                        arch,
-                        task.features_test,
-                        config=sconf,
-                        progress=progress,
-                    )
-                if N in plan["full"]:
-                    entry["full"] = sampling.sample_full(
-                        task.xi_train, task.y_train, cfg["tau"], arch, task.xi_test, config=sconf, progress=progress
-                    )
+                for kind in sampling.SAMPLER_KINDS:
+                    if N in plan.get(kind, ()):
+                        entry[kind] = sampling.sample(
+                            kind,
+                            task.features_train,
+                            task.y_train,
+                            cfg["tau"],
+                            arch,
+                            task.features_test,
+                            path_inputs=(task.xi_train, task.xi_test),
+                            config=sconf,
+                            progress=progress,
+                        )
             out[net][N] = entry
     return out
 

@@ -35,7 +35,6 @@ from attention_paths.tasks.oneshot.data import (
     OneShotData,
     balanced_indices,
     extract,
-    features_to_path_inputs,
     gd_order_parameter,
     load_oneshot_data,
     save_oneshot_data,
@@ -50,7 +49,7 @@ from attention_paths.tasks.oneshot.grid import (
     select_temperatures,
     theory_grid,
 )
-from attention_paths.tasks.oneshot.posterior import SAMPLER_KINDS, sample_oneshot, with_budget
+from attention_paths.tasks.oneshot.posterior import sample_oneshot, with_budget
 from attention_paths.tasks.oneshot.reloaded import run_paired, run_panel
 from attention_paths.tasks.oneshot.tables import format_selection
 
@@ -61,7 +60,6 @@ __all__ = [
     "balanced_indices",
     "extract",
     "gd_order_parameter",
-    "features_to_path_inputs",
     "save_oneshot_data",
     "load_oneshot_data",
     "ONESHOT_EXPERIMENT",
@@ -76,7 +74,6 @@ __all__ = [
     "merge_grids",
     "sample_oneshot",
     "with_budget",
-    "SAMPLER_KINDS",
     "oneshot_claims",
     "run_panel",
     "run_paired",

@@ -26,7 +26,6 @@ __all__ = [
     "balanced_indices",
     "extract",
     "gd_order_parameter",
-    "features_to_path_inputs",
     "save_oneshot_data",
     "load_oneshot_data",
 ]
@@ -198,12 +197,3 @@ def _eval_stack(data: OneShotData):
     X = np.concatenate([data.features[s] for s in EVAL_SETS])
     bounds = np.cumsum([0] + [len(data.y[s]) for s in EVAL_SETS])
     return X, {s: slice(bounds[i], bounds[i + 1]) for i, s in enumerate(EVAL_SETS)}
-
-
-def features_to_path_inputs(features) -> np.ndarray:
-    """Path inputs ``xi`` [P, Pi, N0] of path features [P, N0, Pi] made with ``sigma0_2 = 1`` (the inverse of
-    :func:`attention_paths.theory.paths.path_features`): ``xi = Xi^T sqrt(N0 Pi)``."""
-    F = np.asarray(features, dtype=np.float64)
-    if F.ndim != 3:
-        raise ValueError(f"path features must have shape [P, N0, Pi], got {F.shape}")
-    return np.ascontiguousarray(F.transpose(0, 2, 1) * np.sqrt(F.shape[1] * F.shape[2]))

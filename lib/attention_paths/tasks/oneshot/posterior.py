@@ -8,23 +8,21 @@ import warnings
 import numpy as np
 
 from attention_paths import sampling
-from attention_paths.tasks.oneshot.data import EVAL_SETS, HEADS, OneShotData, _eval_stack, features_to_path_inputs
+from attention_paths.tasks.oneshot.data import EVAL_SETS, HEADS, OneShotData, _eval_stack
 from attention_paths.theory.architecture import Architecture
 from attention_paths.theory.predictor import predict
 
-__all__ = ["sample_oneshot", "with_budget", "SAMPLER_KINDS"]
-
-
-SAMPLER_KINDS = ("rao-blackwell", "full")
+__all__ = ["sample_oneshot", "with_budget"]
 
 
 def with_budget(sampling_cfg: dict, budget: dict) -> dict:
     """A sampling configuration with sampler settings overridden by ``budget`` (``num_chains``,
-    ``num_warmup``, ``num_samples``, ...; the key ``kind`` chooses the sampler, one of :data:`SAMPLER_KINDS`)."""
+    ``num_warmup``, ``num_samples``, ...; the key ``kind`` chooses the sampler, one of
+    :data:`attention_paths.sampling.SAMPLER_KINDS`)."""
     budget = dict(budget)
     kind = budget.pop("kind", None)
-    if kind is not None and kind not in SAMPLER_KINDS:
-        raise ValueError(f"sampling kind must be one of {SAMPLER_KINDS}, got {kind!r}")
+    if kind is not None and kind not in sampling.SAMPLER_KINDS:
+        raise ValueError(f"sampling kind must be one of {sampling.SAMPLER_KINDS}, got {kind!r}")
     out = dict(sampling_cfg, sampler=dict(sampling_cfg["sampler"], **budget))
     if kind is not None:
         out["kind"] = kind
@@ -40,9 +38,7 @@ def sample_oneshot(data: OneShotData, cfg: dict, progress: bool = False) -> dict
     :data:`EVAL_SETS` order.
     """
     sc = cfg["sampling"]
-    kind = sc.get("kind", "rao-blackwell")
-    if kind not in SAMPLER_KINDS:
-        raise ValueError(f"sampling kind must be one of {SAMPLER_KINDS}, got {kind!r}")
+    kind = sc.get("kind", "rao-blackwell")  # sampling.sample checks the name
     X_eval, _ = _eval_stack(data)
     X = data.features["train"]
     out = {}
@@ -50,20 +46,9 @@ def sample_oneshot(data: OneShotData, cfg: dict, progress: bool = False) -> dict
         arch, config = Architecture.uniform(HEADS, N), sampling.SamplerConfig(**sc["sampler"])
         with warnings.catch_warnings():
             warnings.simplefilter("always", sampling.SamplingWarning)
-            if kind == "full":
-                out[N] = sampling.sample_full(
-                    features_to_path_inputs(X),
-                    data.y["train"],
-                    sc["tau"],
-                    arch,
-                    features_to_path_inputs(X_eval),
-                    config=config,
-                    progress=progress,
-                )
-            else:
-                out[N] = sampling.sample_rao_blackwell(
-                    X, data.y["train"], sc["tau"], arch, X_eval, config=config, progress=progress
-                )
+            out[N] = sampling.sample(
+                kind, X, data.y["train"], sc["tau"], arch, X_eval, config=config, progress=progress
+            )
     return out
 
 
