@@ -196,8 +196,7 @@ def test_full_weight_sampling_of_the_oneshot_theory():
         "kind": "full",
         "sampler": dict(num_chains=2, num_warmup=60, num_samples=60, seed=0, chain_method="sequential"),
     }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a deliberately short run
+    with warnings.catch_warnings(record=True):  # a deliberately short run: its diagnostics warnings are kept here
         smp = osh.sample_oneshot(data, {"sampling": sampling_cfg})[10]
     assert smp.kind == "full" and smp.U.shape == (2, 60, 16, 16)
     res = osh.run_oneshot("quick", sample=False, data=data)
