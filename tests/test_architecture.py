@@ -217,3 +217,16 @@ def test_the_training_stages_keys_cover_every_file_training_loads():
     assert "tasks/oneshot/grid.py" not in TRAIN_CODE  # the analysis does not retrain the network
     with pytest.raises(FileNotFoundError, match="no package file"):
         import_closure("tasks/no_such_module.py")
+
+
+def test_the_results_format_knows_no_experiment():
+    """Issue 25, section 1: ``runs.results`` is the format only (folders, records, digests, version); every
+    experiment's reader lives beside its writer in ``tasks`` and is registered in ``runs.experiments``."""
+    imported = {_resolve(t) for t in GRAPH["attention_paths.runs.results"]}
+    assert {_layer(m) for m in imported} <= {"base"}, imported
+    from attention_paths.runs.experiments import EXPERIMENTS, READERS
+
+    assert set(READERS) <= set(EXPERIMENTS)
+    for name, read in READERS.items():
+        summarize = EXPERIMENTS[name][1]
+        assert read.__module__ == summarize.__module__, (name, read.__module__, summarize.__module__)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention_paths.runs import results
+from attention_paths.runs import experiments, results
 from attention_paths.tasks import markov, oneshot, pruning
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -17,12 +17,12 @@ NETWORK_SHA = json.loads((DATA / "omniglot-paper" / "record.json").read_text())[
 
 @pytest.fixture(scope="module")
 def theory_run():
-    return results.load_run(DATA / "omniglot-theory" / "paper-sizes-paper-network", "omniglot-theory")
+    return experiments.load_run(DATA / "omniglot-theory" / "paper-sizes-paper-network", "omniglot-theory")
 
 
 @pytest.fixture(scope="module")
 def pruning_run():
-    return results.load_run(DATA / "pruning" / "paper-network", "pruning")
+    return experiments.load_run(DATA / "pruning" / "paper-network", "pruning")
 
 
 def test_theory_run_is_the_paper_setting_on_the_committed_network(theory_run):
@@ -76,20 +76,20 @@ def test_damaged_committed_runs_are_refused(tmp_path, pruning_run):
     shutil.copytree(src, tmp_path / "run")
     (tmp_path / "run" / "arrays.npz").write_bytes(b"truncated")
     with pytest.raises(ValueError, match="arrays.npz does not match the SHA-256"):
-        results.load_run(tmp_path / "run", "pruning")
+        experiments.load_run(tmp_path / "run", "pruning")
     # a consistent edit of the summary alone (its record regenerated) still fails the shape checks
     summary = json.loads((src / "summary.json").read_text())
     summary["n_episodes"]["test"] += 1
     shutil.copy(src / "arrays.npz", tmp_path / "run" / "arrays.npz")
     (tmp_path / "run" / "summary.json").write_text(json.dumps(summary))
     with pytest.raises(ValueError, match="summary.json does not match the SHA-256"):
-        results.load_run(tmp_path / "run", "pruning")
+        experiments.load_run(tmp_path / "run", "pruning")
     results.write_files_record(tmp_path / "run")
     with pytest.raises(ValueError, match="does not match"):
-        results.load_run(tmp_path / "run", "pruning")
+        experiments.load_run(tmp_path / "run", "pruning")
     (tmp_path / "run" / "record.json").unlink()
     with pytest.raises(ValueError, match="has no record.json"):
-        results.load_run(tmp_path / "run", "pruning")
+        experiments.load_run(tmp_path / "run", "pruning")
 
 
 def _rewritten(tmp_path, src, edit_summary=None, edit_arrays=None):
@@ -161,7 +161,7 @@ def test_consistently_edited_runs_fail_their_content_checks(
 ):
     run = _rewritten(tmp_path, DATA / folder, edit_summary, edit_arrays)
     with pytest.raises(ValueError, match=match):
-        results.load_run(run, experiment)
+        experiments.load_run(run, experiment)
 
 
 def test_a_same_size_edit_of_a_sampled_accuracy_is_refused(tmp_path):
@@ -176,7 +176,7 @@ def test_a_same_size_edit_of_a_sampled_accuracy_is_refused(tmp_path):
     assert len(edited) == len(text)
     path.write_text(edited)
     with pytest.raises(ValueError, match="summary.json does not match the SHA-256"):
-        results.load_run(tmp_path / "hmc", "hmc")
+        experiments.load_run(tmp_path / "hmc", "hmc")
 
 
 def test_every_committed_run_lists_the_sha256_of_its_files():
@@ -193,7 +193,7 @@ def test_hmc_paper_run_is_complete_mixed_and_agrees_with_a_fresh_theory():
     record = json.loads((folder / "record.json").read_text())
     for name, sha in record["files_sha256"].items():
         assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == sha, name
-    run = results.load_run(folder, "hmc")
+    run = experiments.load_run(folder, "hmc")
     paper = markov.HMC_EXPERIMENT["paper"]
     assert run["config"]["sampler"]["num_chains"] >= 4 and run["config"]["sampler"]["num_samples"] >= 500
     keys = {(e["network"], e["N"], e["kind"]) for e in run["sampled"].values()}

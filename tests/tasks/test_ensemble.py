@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from attention_paths.runs import ensemble as ensemble_runs
-from attention_paths.runs import results
+from attention_paths.runs import experiments, results
 from attention_paths.tasks import ensemble
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,8 +18,8 @@ DATA = ROOT / "data"
 
 def _paper_row():
     rec = json.loads((DATA / "omniglot-paper" / "record.json").read_text())
-    theory = results.load_run(DATA / "omniglot-theory" / "paper-sizes-paper-network", "omniglot-theory")
-    prune = results.load_run(DATA / "pruning" / "paper-network", "pruning")
+    theory = experiments.load_run(DATA / "omniglot-theory" / "paper-sizes-paper-network", "omniglot-theory")
+    prune = experiments.load_run(DATA / "pruning" / "paper-network", "pruning")
     return ensemble.network_row(42, rec, theory, prune), rec, theory, prune
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import attention_paths as ap
-from attention_paths.runs import results
+from attention_paths.runs import experiments, results
 from attention_paths.runs.claims import format_claims
 from attention_paths.tasks import markov
 
@@ -178,7 +178,7 @@ def test_paper_claims_hold_for_the_theory(theory_res):
 
 @pytest.mark.slow
 def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
-    """A short sampling run goes through the CLI's summary, is reloaded by results.load_run and matches."""
+    """A short sampling run goes through the CLI's summary, is reloaded by experiments.load_run and matches."""
 
     cfg = dict(markov.HMC_EXPERIMENT["quick"])
     cfg["sampling"] = {"main": {"rao-blackwell": (10,), "full": ()}, "noisy": {"rao-blackwell": (), "full": ()}}
@@ -193,7 +193,7 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     summary, arrays = markov.hmc_summary(res)
     summary["provenance"] = {"git_commit": None, "platform": "test", "time_utc": "now"}
     results.write(tmp_path, summary, arrays)
-    loaded = results.load_run(tmp_path, "hmc")
+    loaded = experiments.load_run(tmp_path, "hmc")
     assert [s["generator"] for s in loaded["seed_sets"]] == ["torch-reference"] + ["numpy-pcg64"] * 5
     assert loaded["seed_sets"][0]["label"] == "reference" and loaded["seed_sets"][0]["seeds"]["train"] == 27
     e = loaded["sampled"]["main_N10_rao-blackwell"]
@@ -210,13 +210,13 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     big = np.abs(Ustar) > 0.1 * np.abs(Ustar).max()
     assert np.all(np.sign(smp.U_hat[big]) == np.sign(Ustar[big]))
     # a damaged result is reported, a missing one is None
-    assert results.load_run(tmp_path / "nowhere", "hmc") is None
+    assert experiments.load_run(tmp_path / "nowhere", "hmc") is None
     (tmp_path / "arrays.npz").write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="arrays.npz does not match the SHA-256"):
-        results.load_run(tmp_path, "hmc")
+        experiments.load_run(tmp_path, "hmc")
     results.write_files_record(tmp_path)
     with pytest.raises(ValueError, match="corrupted"):
-        results.load_run(tmp_path, "hmc")
+        experiments.load_run(tmp_path, "hmc")
 
 
 # ------------------------------------------------------------------------------------------ the reference's generator

@@ -8,7 +8,7 @@ import torch
 from helpers import synthetic_oneshot_data
 
 import attention_paths as ap
-from attention_paths.runs import results
+from attention_paths.runs import experiments, results
 from attention_paths.tasks import oneshot as osh
 from attention_paths.tasks.omniglot import data as om
 from attention_paths.tasks.omniglot.model import InContextTransformer
@@ -100,20 +100,20 @@ def test_run_summary_round_trip_and_damaged_files(tmp_path):
     summary, arrays = osh.oneshot_summary(res)
     assert {c["id"] for c in summary["claims"]} == {"I1", "I2-ID", "I2-MNIST", "I2-FMNIST", "I2-limit", "I5"}
     results.write(tmp_path, summary, arrays)
-    back = results.load_run(tmp_path, "omniglot-theory")
+    back = experiments.load_run(tmp_path, "omniglot-theory")
     np.testing.assert_array_equal(back["arrays"]["U"], res["grid"]["U"])
     assert back["select"]["val"]["theory"]["tau"] == list(res["select"]["val"]["theory"]["tau"])
-    assert results.load_run(tmp_path / "nothing", "omniglot-theory") is None
+    assert experiments.load_run(tmp_path / "nothing", "omniglot-theory") is None
     (tmp_path / "arrays.npz").write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="arrays.npz does not match the SHA-256"):
-        results.load_run(tmp_path, "omniglot-theory")
+        experiments.load_run(tmp_path, "omniglot-theory")
     results.write_files_record(tmp_path)  # the damage recorded as if it were the content: still refused
     with pytest.raises(ValueError, match="corrupted"):
-        results.load_run(tmp_path, "omniglot-theory")
+        experiments.load_run(tmp_path, "omniglot-theory")
     (tmp_path / "summary.json").write_text(json.dumps({"experiment": "hmc"}))
     results.write_files_record(tmp_path)
     with pytest.raises(ValueError, match="not an omniglot-theory run"):
-        results.load_run(tmp_path, "omniglot-theory")
+        experiments.load_run(tmp_path, "omniglot-theory")
 
 
 def test_fast_mean_predictor_equals_the_kernel_form():

@@ -99,9 +99,9 @@ def test_the_committed_run_prints_within_80_columns():
     """The pruning table and its statistics fit the book's text column (issue 26), with every head listed."""
     from pathlib import Path
 
-    from attention_paths.runs import results
+    from attention_paths.runs import experiments
 
-    res = results.load_run(Path(__file__).resolve().parents[2] / "data" / "pruning" / "paper-network", "pruning")
+    res = experiments.load_run(Path(__file__).resolve().parents[2] / "data" / "pruning" / "paper-network", "pruning")
     table, stats = pr.format_table(res).splitlines(), pr.format_statistics(res).splitlines()
     assert max(len(line) for line in table + stats) <= 80
     # a header, the unpruned row, three group titles and one row per pruned network

@@ -72,7 +72,8 @@ def load_json(path) -> dict:
 def load_npz(path) -> dict:
     path = Path(path)
     try:
-        with np.load(path, allow_pickle=False) as f:
+        # our own handle: numpy leaves its file open when a truncated archive fails to open
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as f:
             return {k: f[k] for k in f.files}
     except FileNotFoundError:
         raise FileNotFoundError(f"result file {path} does not exist") from None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from attention_paths.base import config
 from attention_paths.base.io import atomic_write_json
-from attention_paths.runs import results
+from attention_paths.runs import experiments, results
 from attention_paths.tasks import ensemble
 from attention_paths.tasks.omniglot.checkpoints import committed_checkpoint, load_trained
 from attention_paths.tasks.omniglot.ensemble import ENSEMBLE_SEEDS, member_name
@@ -70,8 +70,8 @@ def load_members(seeds=ENSEMBLE_SEEDS, data_dir=None) -> list[dict]:
             missing = [str(f[k]) for k, ok in have.items() if not ok]
             raise ValueError(f"network {name} is committed only in part: {missing} missing")
         record = json.loads((f["network"] / "record.json").read_text())
-        theory = results.load_run(f["theory"], "omniglot-theory")
-        prune = results.load_run(f["pruning"], "pruning")
+        theory = experiments.load_run(f["theory"], "omniglot-theory")
+        prune = experiments.load_run(f["pruning"], "pruning")
         for run, what in ((theory, "theory"), (prune, "pruning")):
             sha = run["network_record"].get("sha256")
             if sha != record["exported"]["sha256"]:

@@ -1,18 +1,23 @@
 """The experiments of the command line (``python -m attention_paths <experiment>``) and of the ``reproduce``
-stages: for each, the function that runs it and the function that turns its result into the JSON record and
-arrays of a results folder (:mod:`attention_paths.runs.results`)."""
+stages: for each, the function that runs it, the function that turns its result into the JSON record and
+arrays of a results folder (:mod:`attention_paths.runs.results`, the format) and the reader that assembles
+and checks a reloaded folder (:func:`load_run`); and the trained network a chapter uses
+(:func:`trained_network`)."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Callable
 
+from attention_paths.base import config
 from attention_paths.base.provenance import provenance
 from attention_paths.runs import results
 from attention_paths.tasks import markov, oneshot, pruning, toy
+from attention_paths.tasks.omniglot import checkpoints, training
 
-__all__ = ["EXPERIMENTS", "run_experiment"]
+__all__ = ["EXPERIMENTS", "READERS", "run_experiment", "load_run", "stage_network", "trained_network"]
 
 
 # name: (run(scale, progress=..., **options) -> result, summarize(result) -> (summary, arrays))
@@ -22,6 +27,13 @@ EXPERIMENTS: dict[str, tuple[Callable, Callable]] = {
     "hmc": (markov.run_hmc, markov.hmc_summary),
     "omniglot-theory": (oneshot.run_oneshot, oneshot.oneshot_summary),
     "pruning": (pruning.run_pruning, pruning.pruning_summary),
+}
+
+# name: read(folder, summary, arrays) -> the reloaded result, checked (each beside its experiment's summary)
+READERS: dict[str, Callable] = {
+    "hmc": markov.read_hmc_run,
+    "omniglot-theory": oneshot.read_oneshot_run,
+    "pruning": pruning.read_pruning_run,
 }
 
 
@@ -60,3 +72,53 @@ def run_experiment(
                     smp.save(out / f"samples_{net}_N{N}_{kind}.npz")
     results.write(out, summary, arrays)
     return summary
+
+
+def load_run(folder, experiment: str) -> dict | None:
+    """An experiment's results folder (``python -m attention_paths <experiment> --out folder``, or committed
+    under ``data/``), checked and assembled for the chapters by the experiment's reader (:data:`READERS`);
+    ``None`` when ``folder/summary.json`` does not exist.  A damaged run, or one of another experiment,
+    raises ``ValueError``.
+
+    * ``hmc``: the summary, with every sampling run's arrays (posterior ``mean``, ``var``, ``mcse``,
+      ``U_hat``) under ``summary["sampled"][key]["arrays"]``, ``key = "<network>_N<width>_<sampler>"``;
+    * ``omniglot-theory``, ``pruning``: the summary with its arrays under ``summary["arrays"]``.
+    """
+    if experiment not in READERS:
+        raise ValueError(f"no reader for experiment {experiment!r}; choose from {sorted(READERS)}")
+    loaded = results.read_run(folder, experiment)
+    if loaded is None:
+        return None
+    summary, arrays = loaded
+    try:
+        return READERS[experiment](Path(folder), summary, arrays)
+    except (KeyError, TypeError, AttributeError) as err:
+        raise ValueError(f"{experiment} run in {folder} is incomplete or corrupted ({err!r})") from None
+
+
+def stage_network(folder: Path):
+    """``(net, record)`` of a ``train`` stage's folder (``model.pt`` + ``record.json``), its SHA-256 checked."""
+    folder = Path(folder)
+    record = json.loads((folder / "record.json").read_text())
+    net, _ = checkpoints.load_trained(folder / "model.pt")
+    sha = checkpoints.checkpoint_sha256(folder / "model.pt")
+    # the results folder by name only: the record may be committed, and a path of this machine means nothing elsewhere
+    return net, {
+        **record,
+        "source": f"reproduce stage {folder.name} (results folder {folder.parent.name})",
+        "sha256": sha,
+    }
+
+
+def trained_network(scale: str | None = None, network: str | None = None):
+    """``(net, record)`` for a chapter: the ``train`` stage's network when ``$REPRO_RESULTS`` is set, else
+    :func:`attention_paths.tasks.omniglot.training.load_network` of ``network`` (default: the scale's)."""
+    folder = config.results_folder()
+    if folder is None:
+        return training.load_network(network or scale)
+    record = results.load_stage_result("train", folder)
+    if record is None:
+        raise FileNotFoundError(f"REPRO_RESULTS={folder} has no output of stage 'train'")
+    if network is not None and record["params"].get("network") != network:
+        raise ValueError(f"REPRO_RESULTS trained network is {record['params'].get('network')!r}, not {network!r}")
+    return stage_network(Path(record["folder"]))

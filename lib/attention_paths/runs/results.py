@@ -9,7 +9,9 @@ A **results folder** holds
 and, when a stage of ``python -m attention_paths reproduce`` wrote it, ``_stage.json`` (:data:`RECORD`): the
 stage's record (key, settings, code version, SHA-256 of every file, provenance), written last.  Every file is
 written atomically.  The command line (``python -m attention_paths <experiment> --out``), the stages and the
-chapters all go through :func:`write`, :func:`read`, :func:`load_run` and :func:`result_or_compute`.
+chapters all go through :func:`write`, :func:`read`, :func:`read_run` and :func:`result_or_compute`.  This
+module is the format only: what a folder of each experiment holds, and how it is checked, is the
+experiment's (its summary and reader, registered in :mod:`attention_paths.runs.experiments`).
 """
 
 from __future__ import annotations
@@ -19,13 +21,9 @@ import json
 import pickle
 from pathlib import Path
 
-import numpy as np
-
 from attention_paths.base import config
 from attention_paths.base.io import atomic_savez, atomic_write, atomic_write_json, load_json, load_npz
 from attention_paths.base.provenance import code_version
-from attention_paths.tasks import pruning
-from attention_paths.tasks.omniglot import checkpoints, training
 
 __all__ = [
     "SUMMARY",
@@ -39,14 +37,13 @@ __all__ = [
     "write_files_record",
     "verify_files",
     "read",
-    "load_run",
+    "read_run",
     "write_record",
     "read_record",
     "file_hashes",
     "stage_state",
     "load_stage_result",
     "result_or_compute",
-    "trained_network",
 ]
 
 SUMMARY, ARRAYS, RESULT, RECORD = "summary.json", "arrays.npz", "result.pkl", "_stage.json"
@@ -164,103 +161,12 @@ def read_record(folder) -> dict:
         raise ValueError(f"stage record {path} is unreadable ({err})") from None
 
 
-def _bad(folder: Path, what: str):
-    raise ValueError(f"{folder}: {what}")
-
-
-def _finite(folder: Path, name: str, a, shape=None) -> np.ndarray:
-    a = np.asarray(a, dtype=float)
-    if shape is not None and a.shape != tuple(shape):
-        _bad(folder, f"{name} has shape {a.shape}, the summary says {tuple(shape)}")
-    if not np.all(np.isfinite(a)):
-        _bad(folder, f"{name} holds non-finite values")
-    return a
-
-
-def _accuracy(folder: Path, name: str, a, shape=None) -> np.ndarray:
-    a = _finite(folder, name, a, shape)
-    if a.size and (a.min() < 0 or a.max() > 100 or not a.any()):
-        _bad(folder, f"{name} is not a set of accuracies in (0, 100] %")
-    return a
-
-
-def _order_parameters(folder: Path, name: str, U, shape) -> None:
-    U = _finite(folder, name, U, shape)
-    diag = np.diagonal(U, axis1=-2, axis2=-1)
-    if (diag <= 0).any() or not np.allclose(U, np.swapaxes(U, -1, -2), atol=1e-8 * max(1.0, np.abs(U).max())):
-        _bad(folder, f"{name} is not a set of symmetric order parameters with a positive diagonal")
-
-
-def _hmc_run(folder: Path, summary: dict, arrays: dict) -> dict:
-    for key, entry in summary["sampled"].items():
-        entry["arrays"] = {part: arrays[f"sample_{key}_{part}"] for part in ("mean", "var", "mcse", "U_hat")}
-        for part, a in entry["arrays"].items():
-            _finite(folder, f"sample_{key}_{part}", a)
-        _order_parameters(folder, f"sample_{key}_U_hat", entry["arrays"]["U_hat"], entry["arrays"]["U_hat"].shape)
-    return summary
-
-
-def _oneshot_run(folder: Path, summary: dict, arrays: dict) -> dict:
-    summary["arrays"] = arrays
-    n_t, n_w = len(summary["taus"]), len(summary["widths"])
-    if arrays.get("U") is None or arrays["U"].ndim != 4 or arrays["U"].shape[:2] != (n_t, n_w):
-        raise ValueError(f"{folder}/arrays.npz does not match its summary.json")
-    n_paths = int(np.prod(pruning.HEADS))
-    _order_parameters(folder, "U", arrays["U"], (n_t, n_w, n_paths, n_paths))
-    for set_name, a in summary["grid_accuracy"].items():
-        _accuracy(folder, f"grid accuracy ({set_name})", a, (n_t, n_w))
-    # the predictions on the four evaluation sets (validation, test, MNIST, FashionMNIST), stacked; the
-    # extraction records n_eval episodes per set
-    n_eval = summary.get("data", {}).get("n_eval")
-    n_stack = 4 * int(n_eval) if n_eval else len(arrays.get("panel_mean", ()))
-    for name in ("panel_mean", "paired_theory_mean", "paired_gp_mean"):
-        if name in arrays:
-            _finite(folder, name, arrays[name], (n_stack,))
-    scores = summary["panel"]["head_scores"]
-    if [len(h) for h in scores] != list(pruning.HEADS):
-        _bad(folder, f"head scores {scores} do not match the network's heads per layer {pruning.HEADS}")
-    return summary
-
-
-def _pruning_run(folder: Path, summary: dict, arrays: dict) -> dict:
-    missing = [k for k in ("order", "scores", "singles", "combinations", "spearman", "claims") if k not in summary]
-    if missing:
-        raise ValueError(f"{folder}/summary.json lacks {missing}")
-    summary["arrays"] = arrays
-    for s_name, n in summary["n_episodes"].items():
-        F = arrays.get(f"F_{s_name}")
-        if F is None or F.shape != (n, int(np.prod(pruning.HEADS))):
-            raise ValueError(f"{folder}/arrays.npz does not match its summary.json (set {s_name})")
-        _finite(folder, f"F_{s_name}", F)
-        y = _finite(folder, f"y_{s_name}", arrays.get(f"y_{s_name}", np.empty(0)), (n,))
-        if not np.isin(y, (-1.0, 1.0)).all():
-            _bad(folder, f"y_{s_name} holds targets other than -1 and +1")
-    heads = sorted(pruning.head_name(h) for h in pruning.ALL_HEADS)
-    for what, names in (
-        ("order", summary["order"]),
-        ("scores", list(summary["scores"])),
-        ("singles", list(summary["singles"])),
-    ):
-        if sorted(names) != heads:
-            _bad(folder, f"the {what} name the heads {names}, the network's are {heads}")
-    _accuracy(folder, "unpruned accuracy", list(summary["unpruned"].values()))
-    return summary
-
-
-_ASSEMBLE = {"hmc": _hmc_run, "omniglot-theory": _oneshot_run, "pruning": _pruning_run}
-
-
-def load_run(folder, experiment: str) -> dict | None:
-    """An experiment's results folder (``python -m attention_paths <experiment> --out folder``, or committed
-    under ``data/``), checked and assembled for the chapters; ``None`` when ``folder/summary.json`` does not
-    exist.  A damaged run, or one of another experiment, raises ``ValueError``.
-
-    * ``hmc``: the summary, with every sampling run's arrays (posterior ``mean``, ``var``, ``mcse``,
-      ``U_hat``) under ``summary["sampled"][key]["arrays"]``, ``key = "<network>_N<width>_<sampler>"``;
-    * ``omniglot-theory``, ``pruning``: the summary with its arrays under ``summary["arrays"]``.
-    """
-    if experiment not in _ASSEMBLE:
-        raise ValueError(f"no reader for experiment {experiment!r}; choose from {sorted(_ASSEMBLE)}")
+def read_run(folder, experiment: str) -> tuple[dict, dict] | None:
+    """``(summary, arrays)`` of experiment ``experiment``'s results folder (``python -m attention_paths
+    <experiment> --out folder``, or committed under ``data/``), every file checked against its record;
+    ``None`` when ``folder/summary.json`` does not exist.  A damaged folder, or one of another experiment,
+    raises ``ValueError``.  Each experiment's reader (``runs.experiments.load_run``) assembles and checks
+    the contents."""
     folder = Path(folder)
     if not (folder / SUMMARY).exists():
         return None
@@ -272,11 +178,7 @@ def load_run(folder, experiment: str) -> dict | None:
     if kind != experiment:
         article = "an" if experiment[0] in "aeiou" else "a"
         raise ValueError(f"{folder}/summary.json is not {article} {experiment} run (it is {kind!r})")
-    summary, arrays = read(folder)
-    try:
-        return _ASSEMBLE[experiment](folder, summary, arrays)
-    except (KeyError, TypeError, AttributeError) as err:
-        raise ValueError(f"{experiment} run in {folder} is incomplete or corrupted ({err!r})") from None
+    return read(folder)
 
 
 # ------------------------------------------------------------------------------------------ stage folders
@@ -415,31 +317,3 @@ def result_or_compute(stage: str, compute, scale: str | None = None):
         result = pickle.load(fh)
     print(f"Results: loaded from {_describe(record)}.")
     return result
-
-
-def stage_network(folder: Path):
-    """``(net, record)`` of a ``train`` stage's folder (``model.pt`` + ``record.json``), its SHA-256 checked."""
-    folder = Path(folder)
-    record = json.loads((folder / "record.json").read_text())
-    net, _ = checkpoints.load_trained(folder / "model.pt")
-    sha = checkpoints.checkpoint_sha256(folder / "model.pt")
-    # the results folder by name only: the record may be committed, and a path of this machine means nothing elsewhere
-    return net, {
-        **record,
-        "source": f"reproduce stage {folder.name} (results folder {folder.parent.name})",
-        "sha256": sha,
-    }
-
-
-def trained_network(scale: str | None = None, network: str | None = None):
-    """``(net, record)`` for a chapter: the ``train`` stage's network when ``$REPRO_RESULTS`` is set, else
-    :func:`attention_paths.tasks.omniglot.training.load_network` of ``network`` (default: the scale's)."""
-    folder = config.results_folder()
-    if folder is None:
-        return training.load_network(network or scale)
-    record = load_stage_result("train", folder)
-    if record is None:
-        raise FileNotFoundError(f"REPRO_RESULTS={folder} has no output of stage 'train'")
-    if network is not None and record["params"].get("network") != network:
-        raise ValueError(f"REPRO_RESULTS trained network is {record['params'].get('network')!r}, not {network!r}")
-    return stage_network(Path(record["folder"]))

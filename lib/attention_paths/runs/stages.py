@@ -35,7 +35,7 @@ from attention_paths.base import config
 from attention_paths.base.io import atomic_savez, atomic_write_json, load_npz
 from attention_paths.base.provenance import hardware, import_closure
 from attention_paths.runs import results
-from attention_paths.runs.experiments import EXPERIMENTS
+from attention_paths.runs.experiments import EXPERIMENTS, load_run, stage_network
 from attention_paths.runs.pipeline import Stage, StageContext
 from attention_paths.tasks import ensemble
 from attention_paths.tasks.omniglot.checkpoints import committed_checkpoint, resume_state
@@ -130,7 +130,7 @@ def stage_train(ctx: StageContext) -> dict:
 def stage_export(ctx: StageContext) -> dict:
     """Path features, targets and network outputs of every set (spec §B.7-B.8), and the query/key weights."""
 
-    net, record = results.stage_network(ctx.inputs["train"])
+    net, record = stage_network(ctx.inputs["train"])
     data = extract(net, ctx.params["config"], None, record, ctx.progress)
     save_oneshot_data(data, ctx.out / "oneshot_data.npz")
     sd = net.state_dict()
@@ -197,7 +197,7 @@ def _oneshot_result(ctx: StageContext, with_samples: bool) -> dict:
         if with_samples
         else None
     )
-    _, record = results.stage_network(ctx.inputs["train"])
+    _, record = stage_network(ctx.inputs["train"])
     return run_oneshot(
         ctx.params["scale"],
         network=ctx.params["network"],
@@ -224,7 +224,7 @@ def stage_pruning(ctx: StageContext) -> dict:
     """Head pruning of the trained network with the theory's scores (spec §C)."""
 
     theory = _oneshot_result(ctx, with_samples=False)
-    net, record = results.stage_network(ctx.inputs["train"])
+    net, record = stage_network(ctx.inputs["train"])
     res = run_pruning(ctx.params["scale"], theory=theory, net=net, record=record, progress=ctx.progress)
     summary, arrays = pruning_summary(res)
     results.write(ctx.out, summary, arrays, (theory, res))
@@ -335,8 +335,8 @@ def stage_ensemble(ctx: StageContext) -> dict:
     rows = []
     for seed, name in ctx.params["members"]:
         record = json.loads((ctx.inputs[f"{name}.train"] / "record.json").read_text())
-        theory = results.load_run(ctx.inputs[f"{name}.omniglot-theory"], "omniglot-theory")
-        prune = results.load_run(ctx.inputs[f"{name}.pruning"], "pruning")
+        theory = load_run(ctx.inputs[f"{name}.omniglot-theory"], "omniglot-theory")
+        prune = load_run(ctx.inputs[f"{name}.pruning"], "pruning")
         rows.append(ensemble.network_row(seed, record, theory, prune))
     summary = {
         "experiment": "ensemble",

@@ -142,7 +142,7 @@ def load_samples(path) -> PosteriorSamples:
     """Reload a run written by :meth:`PosteriorSamples.save` (e.g. one made on a GPU box)."""
     path = Path(path)
     try:
-        with np.load(path, allow_pickle=False) as f:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as f:  # our handle: closed on a bad file
             meta = json.loads(bytes(f["meta_json"]).decode())
             arrays = {k: f[k] for k in f.files}
     except FileNotFoundError:

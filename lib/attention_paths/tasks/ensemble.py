@@ -4,7 +4,7 @@ Each member of the ensemble (:mod:`attention_paths.tasks.omniglot.ensemble`) has
 its network record (precise accuracies), its paper-size Omniglot theory run and its pruning run.
 :func:`network_row` reduces them to the numbers the chapters compare, :func:`spread` gives their mean and
 spread over the networks, and :func:`claim_tally` says on how many networks each claim (I1-I5, C1-C6)
-holds.  Everything here works on loaded results (:func:`attention_paths.runs.results.load_run`); nothing
+holds.  Everything here works on loaded results (:func:`attention_paths.runs.experiments.load_run`); nothing
 is recomputed.
 """
 

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
+from attention_paths.base import validate
 from attention_paths.base.config import get_scale
 from attention_paths.tasks.claim import check_table
 from attention_paths.tasks.omniglot.episodes import evaluation_sets
@@ -53,6 +54,7 @@ __all__ = [
     "run_pruning",
     "pruning_claims",
     "pruning_summary",
+    "read_pruning_run",
     "format_table",
     "format_statistics",
     "parse_heads",
@@ -440,6 +442,34 @@ def pruning_summary(res: dict) -> tuple[dict, dict]:
     summary["claims"] = pruning_claims(res)
     arrays = {f"F_{s}": F for s, F in res["F"].items()} | {f"y_{s}": y for s, y in res["y"].items()}
     return summary, arrays
+
+
+def read_pruning_run(folder, summary: dict, arrays: dict) -> dict:
+    """The reloaded results folder of :func:`pruning_summary` (read by ``runs.experiments.load_run``): the
+    summary with its arrays under ``summary["arrays"]``, checked against it (the path features and targets of
+    every set, the heads named by the order, scores and single-head drops, the unpruned accuracies)."""
+    missing = [k for k in ("order", "scores", "singles", "combinations", "spearman", "claims") if k not in summary]
+    if missing:
+        raise ValueError(f"{folder}/summary.json lacks {missing}")
+    summary["arrays"] = arrays
+    for s_name, n in summary["n_episodes"].items():
+        F = arrays.get(f"F_{s_name}")
+        if F is None or F.shape != (n, int(np.prod(HEADS))):
+            raise ValueError(f"{folder}/arrays.npz does not match its summary.json (set {s_name})")
+        validate.finite(folder, f"F_{s_name}", F)
+        y = validate.finite(folder, f"y_{s_name}", arrays.get(f"y_{s_name}", np.empty(0)), (n,))
+        if not np.isin(y, (-1.0, 1.0)).all():
+            validate.refuse(folder, f"y_{s_name} holds targets other than -1 and +1")
+    heads = sorted(head_name(h) for h in ALL_HEADS)
+    for what, names in (
+        ("order", summary["order"]),
+        ("scores", list(summary["scores"])),
+        ("singles", list(summary["singles"])),
+    ):
+        if sorted(names) != heads:
+            validate.refuse(folder, f"the {what} name the heads {names}, the network's are {heads}")
+    validate.accuracies(folder, "unpruned accuracy", list(summary["unpruned"].values()))
+    return summary
 
 
 # ------------------------------------------------------------------------------------------ tables

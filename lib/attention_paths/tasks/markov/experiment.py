@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 
 from attention_paths import sampling
+from attention_paths.base import validate
 from attention_paths.base.config import get_scale
 from attention_paths.tasks.markov.claims import hmc_claims
 from attention_paths.tasks.markov.task import (
@@ -30,7 +31,16 @@ from attention_paths.theory.predictor import class_block_contrast, kernel_alignm
 from attention_paths.theory.scores import head_scores
 from attention_paths.theory.solver import solve_continuation
 
-__all__ = ["HMC_EXPERIMENT", "theory_sweep", "ablations", "seed_set_summary", "run_hmc", "sample_hmc", "hmc_summary"]
+__all__ = [
+    "HMC_EXPERIMENT",
+    "theory_sweep",
+    "ablations",
+    "seed_set_summary",
+    "run_hmc",
+    "sample_hmc",
+    "hmc_summary",
+    "read_hmc_run",
+]
 
 
 _HMC_QUICK = dict(
@@ -314,3 +324,17 @@ def _sampled_records(res: dict, arrays: dict) -> dict:
                     "diagnostics": smp.diagnostics,
                 }
     return sampled
+
+
+def read_hmc_run(folder, summary: dict, arrays: dict) -> dict:
+    """The reloaded results folder of :func:`hmc_summary` (read by ``runs.experiments.load_run``): the summary,
+    with every sampling run's arrays (posterior ``mean``, ``var``, ``mcse``, ``U_hat``) under
+    ``summary["sampled"][key]["arrays"]``, ``key = "<network>_N<width>_<sampler>"``; checked finite, ``U_hat``
+    symmetric with a positive diagonal."""
+    for key, entry in summary["sampled"].items():
+        entry["arrays"] = {part: arrays[f"sample_{key}_{part}"] for part in ("mean", "var", "mcse", "U_hat")}
+        for part, a in entry["arrays"].items():
+            validate.finite(folder, f"sample_{key}_{part}", a)
+        U_hat = entry["arrays"]["U_hat"]
+        validate.order_parameters(folder, f"sample_{key}_U_hat", U_hat, U_hat.shape)
+    return summary

@@ -21,7 +21,8 @@ Pipeline (:func:`run_oneshot`):
    paper's protocol), Rao-Blackwellised NUTS at the quick scale (``--sampler`` chooses).
 
 ``python -m attention_paths omniglot-theory --scale {quick,paper} --out DIR`` writes ``summary.json`` and
-``arrays.npz``; :func:`attention_paths.runs.results.load_run` reads them back (e.g. a paper-size run made elsewhere).
+``arrays.npz``; :func:`attention_paths.runs.experiments.load_run` reads them back (e.g. a paper-size run made
+elsewhere).
 
 Modules: :mod:`.data` (extraction), :mod:`.grid` (the theory over the grid), :mod:`.posterior` (sampling),
 :mod:`.experiment` (sizes, run, summary), :mod:`.claims`, :mod:`.reloaded` (numbers of a reloaded run) and
@@ -39,7 +40,7 @@ from attention_paths.tasks.oneshot.data import (
     load_oneshot_data,
     save_oneshot_data,
 )
-from attention_paths.tasks.oneshot.experiment import ONESHOT_EXPERIMENT, oneshot_summary, run_oneshot
+from attention_paths.tasks.oneshot.experiment import ONESHOT_EXPERIMENT, oneshot_summary, read_oneshot_run, run_oneshot
 from attention_paths.tasks.oneshot.grid import (
     edge_scan,
     gp_line,
@@ -65,6 +66,7 @@ __all__ = [
     "ONESHOT_EXPERIMENT",
     "run_oneshot",
     "oneshot_summary",
+    "read_oneshot_run",
     "theory_grid",
     "gp_line",
     "select_temperatures",

@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 
+from attention_paths.base import validate
 from attention_paths.base.config import get_scale
 from attention_paths.tasks.omniglot.training import load_network
 from attention_paths.tasks.oneshot.claims import oneshot_claims
@@ -19,7 +20,7 @@ from attention_paths.theory.kernels import PathKernel
 from attention_paths.theory.predictor import predict
 from attention_paths.theory.solver import solve
 
-__all__ = ["ONESHOT_EXPERIMENT", "run_oneshot", "oneshot_summary"]
+__all__ = ["ONESHOT_EXPERIMENT", "run_oneshot", "oneshot_summary", "read_oneshot_run"]
 
 
 _PAPER_GRID = dict(
@@ -250,3 +251,28 @@ def oneshot_summary(res: dict) -> tuple[dict, dict]:
         arrays[f"sample_N{N}_mean"] = smp.predictive_mean
         arrays[f"sample_N{N}_mcse"] = smp.mc_standard_error()
     return summary, arrays
+
+
+def read_oneshot_run(folder, summary: dict, arrays: dict) -> dict:
+    """The reloaded results folder of :func:`oneshot_summary` (read by ``runs.experiments.load_run``): the
+    summary with its arrays under ``summary["arrays"]``, checked against it (grid shape, order parameters,
+    accuracies, the stacked predictions of the four evaluation sets, the heads of the scores)."""
+    summary["arrays"] = arrays
+    n_t, n_w = len(summary["taus"]), len(summary["widths"])
+    if arrays.get("U") is None or arrays["U"].ndim != 4 or arrays["U"].shape[:2] != (n_t, n_w):
+        raise ValueError(f"{folder}/arrays.npz does not match its summary.json")
+    n_paths = int(np.prod(HEADS))
+    validate.order_parameters(folder, "U", arrays["U"], (n_t, n_w, n_paths, n_paths))
+    for set_name, a in summary["grid_accuracy"].items():
+        validate.accuracies(folder, f"grid accuracy ({set_name})", a, (n_t, n_w))
+    # the predictions on the four evaluation sets (validation, test, MNIST, FashionMNIST), stacked; the
+    # extraction records n_eval episodes per set
+    n_eval = summary.get("data", {}).get("n_eval")
+    n_stack = len(EVAL_SETS) * int(n_eval) if n_eval else len(arrays.get("panel_mean", ()))
+    for name in ("panel_mean", "paired_theory_mean", "paired_gp_mean"):
+        if name in arrays:
+            validate.finite(folder, name, arrays[name], (n_stack,))
+    scores = summary["panel"]["head_scores"]
+    if [len(h) for h in scores] != list(HEADS):
+        validate.refuse(folder, f"head scores {scores} do not match the network's heads per layer {HEADS}")
+    return summary

@@ -1,5 +1,6 @@
-"""Numbers recomputed from a reloaded results folder of the experiment (:func:`attention_paths.runs.results.load_run`):
-the ``N = 10`` panel and the paired theory-GP comparison."""
+"""Numbers recomputed from a reloaded results folder of the experiment
+(:func:`attention_paths.runs.experiments.load_run`): the ``N = 10`` panel and the paired theory-GP
+comparison."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ __all__ = ["run_panel", "run_paired"]
 
 
 def run_panel(run: dict) -> dict:
-    """The ``N = 10``, ``tau = 0.5`` panel of a reloaded run (:func:`attention_paths.runs.results.load_run`):
+    """The ``N = 10``, ``tau = 0.5`` panel of a reloaded run (:func:`attention_paths.runs.experiments.load_run`):
     theory ``U``, sampled
     ``U_hat`` (``None`` without samples), gradient-descent ``U_gd``, head scores, alignment, the grid index
     of the panel point and the validation-selected grid indices per width."""
