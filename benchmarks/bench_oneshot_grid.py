@@ -12,6 +12,7 @@ grid at P = 600 in under 10 minutes on 2 CPU cores.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import platform
 import time
 
@@ -24,7 +25,7 @@ from attention_paths.tasks.omniglot.training import load_network
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    cfg = oneshot.ONESHOT_EXPERIMENT["paper"]
+    cfg = dataclasses.asdict(oneshot.ONESHOT_EXPERIMENT["paper"])
     parser.add_argument("--widths", default=",".join(map(str, cfg["widths"])))
     parser.add_argument("--taus", default=",".join(map(str, cfg["taus"])))
     parser.add_argument("--P", type=int, default=cfg["P"])

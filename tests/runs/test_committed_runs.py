@@ -30,8 +30,8 @@ def test_theory_run_is_the_paper_setting_on_the_committed_network(theory_run):
     assert run["data"]["network_sha256"] == NETWORK_SHA
     cfg, paper = run["config"], oneshot.ONESHOT_EXPERIMENT["paper"]
     for key in ("P", "n_eval", "panel_N", "panel_tau"):
-        assert cfg[key] == paper[key], key
-    assert [float(w) for w in run["widths"]] == list(paper["widths"]) and len(run["taus"]) == 10
+        assert cfg[key] == getattr(paper, key), key
+    assert [float(w) for w in run["widths"]] == list(paper.widths) and len(run["taus"]) == 10
     assert run["solver"]["max_grad"] <= 1e-8  # every one of the 100 solves converged
     assert all(run["network_accuracy"][s] > 50 for s in oneshot.EVAL_SETS)
 
@@ -198,8 +198,8 @@ def test_hmc_paper_run_is_complete_mixed_and_agrees_with_a_fresh_theory():
     assert run["config"]["sampler"]["num_chains"] >= 4 and run["config"]["sampler"]["num_samples"] >= 500
     keys = {(e["network"], e["N"], e["kind"]) for e in run["sampled"].values()}
     for net in ("main", "noisy"):
-        assert {(net, N, "rao-blackwell") for N in paper["sampling"][net]["rao-blackwell"]} <= keys
-        assert {(net, N, "full") for N in paper["sampling"][net]["full"]} <= keys
+        assert {(net, N, "rao-blackwell") for N in paper.sampling[net]["rao-blackwell"]} <= keys
+        assert {(net, N, "full") for N in paper.sampling[net]["full"]} <= keys
     for e in run["sampled"].values():
         assert e["diagnostics"]["rhat_U_max"] <= 1.05 and e["diagnostics"]["ess_bulk_U_min"] >= 400
         assert e["arrays"]["mean"].shape == (run["config"]["P_test"],)
@@ -207,7 +207,7 @@ def test_hmc_paper_run_is_complete_mixed_and_agrees_with_a_fresh_theory():
         assert np.isfinite(y).all()
     ref = run["seed_sets"][0]
     assert ref["generator"] == "torch-reference"
-    task = markov.make_hmc_task("main", markov.HMCSeeds.reference(), paper["P"], paper["P_test"])
-    sw = markov.theory_sweep(task, (10,), paper["tau"])
+    task = markov.make_hmc_task("main", markov.HMCSeeds.reference(), paper.P, paper.P_test)
+    sw = markov.theory_sweep(task, (10,), paper.tau)
     assert abs(sw["accuracy"][0] - ref["main"][0]["accuracy_percent"]) < 1e-9
     np.testing.assert_allclose(sw["U"][0], np.asarray(ref["main"][0]["U"]), atol=1e-6)

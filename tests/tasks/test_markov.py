@@ -1,5 +1,6 @@
 """The hidden-Markov-chain task: generator statistics, heads, reference networks and the chapter's claims."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -180,9 +181,11 @@ def test_paper_claims_hold_for_the_theory(theory_res):
 def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     """A short sampling run goes through the CLI's summary, is reloaded by experiments.load_run and matches."""
 
-    cfg = dict(markov.HMC_EXPERIMENT["quick"])
-    cfg["sampling"] = {"main": {"rao-blackwell": (10,), "full": ()}, "noisy": {"rao-blackwell": (), "full": ()}}
-    cfg["sampler"] = dict(num_chains=2, num_warmup=60, num_samples=60, seed=3)
+    cfg = dataclasses.replace(
+        markov.HMC_EXPERIMENT["quick"],
+        sampling={"main": {"rao-blackwell": (10,), "full": ()}, "noisy": {"rao-blackwell": (), "full": ()}},
+        sampler=dict(num_chains=2, num_warmup=60, num_samples=60, seed=3),
+    )
     from attention_paths.sampling import SamplingWarning
 
     res = dict(theory_res)

@@ -1,5 +1,6 @@
 """The theory on top of the trained Omniglot transformer: hand-off, grid, temperature selection, saved runs."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -144,7 +145,9 @@ def test_extracted_features_reproduce_the_load_network():
     from attention_paths.tasks.omniglot.training import load_network
 
     net, rec = load_network("quick", train_if_missing=False)
-    cfg = dict(osh.ONESHOT_EXPERIMENT["quick"], P=20, n_eval=20, train_batches=1, eval_pool=128)
+    cfg = dataclasses.asdict(
+        dataclasses.replace(osh.ONESHOT_EXPERIMENT["quick"], P=20, n_eval=20, train_batches=1, eval_pool=128)
+    )
     data = osh.extract(net, cfg, record=rec)
     net64 = net.double()
     v = (net64.path_weights() @ net64.w_in.weight.detach()).numpy()  # [16, 192]: w^pi W_in

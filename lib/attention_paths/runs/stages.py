@@ -276,8 +276,8 @@ def reproduction_stages(
     """
 
     scale = config.get_scale(scale)
-    network = network or ONESHOT_EXPERIMENT[scale]["network"]
-    cfg = dict(ONESHOT_EXPERIMENT[scale], network=network)
+    network = network or ONESHOT_EXPERIMENT[scale].network
+    cfg = dataclasses.asdict(dataclasses.replace(ONESHOT_EXPERIMENT[scale], network=network))
     if sampling:
         cfg["sampling"] = with_budget(cfg["sampling"], sampling)
     committed = config.repo_data_dir() / f"omniglot-{network}" / "record.json"
@@ -318,7 +318,9 @@ def reproduction_stages(
             "pruning",
             stage_pruning,
             dict(
-                common, config=extract_cfg | {k: cfg[k] for k in ("widths", "taus")}, pruning=PRUNING_EXPERIMENT[scale]
+                common,
+                config=extract_cfg | {k: cfg[k] for k in ("widths", "taus")},
+                pruning=dataclasses.asdict(PRUNING_EXPERIMENT[scale]),
             ),
             deps=("train", "export", *[g.name for g in grids]),
         ),
@@ -361,7 +363,7 @@ def ensemble_stages(seeds=None, *, threads: int | None = None) -> list[Stage]:
     training (not part of the stages' keys).
     """
 
-    cfg = dict(ONESHOT_EXPERIMENT["paper"])
+    cfg = dataclasses.asdict(ONESHOT_EXPERIMENT["paper"])
     extract_keys = ("P", "n_eval", "train_batches", "eval_pool")
     stages = [Stage("data", stage_data, {"datasets": ["omniglot", "MNIST", "FashionMNIST"]}, code=DATA_CODE)]
     members = [list(m) for m in ensemble_members(seeds)]
@@ -407,7 +409,7 @@ def ensemble_stages(seeds=None, *, threads: int | None = None) -> list[Stage]:
                 dict(
                     common,
                     config=extract_cfg | {k: cfg[k] for k in ("widths", "taus")},
-                    pruning=PRUNING_EXPERIMENT["paper"],
+                    pruning=dataclasses.asdict(PRUNING_EXPERIMENT["paper"]),
                 ),
                 deps=(p + "train", p + "export", *[g.name for g in grids]),
                 prefix=p,

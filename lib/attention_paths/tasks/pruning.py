@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import itertools
 import textwrap
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -39,6 +40,7 @@ from attention_paths.theory.scores import head_scores, silence_heads
 __all__ = [
     "HEADS",
     "REFERENCE_COMBINATIONS",
+    "PruningExperimentConfig",
     "PRUNING_EXPERIMENT",
     "path_outputs",
     "path_coefficients",
@@ -67,11 +69,27 @@ ALL_HEADS = [(l, h) for l in range(len(HEADS)) for h in range(HEADS[l])]
 REFERENCE_COMBINATIONS = ("0-1,0-3", "0-1,0-3,0-2", "1-2,1-1", "1-2,1-1,1-3")
 EVAL_SETS = ("test", "MNIST", "FashionMNIST")
 
+
+@dataclass(frozen=True)
+class PruningExperimentConfig:
+    """Sizes of the pruning chapter (:func:`run_pruning`): the trained network, the meta-test episodes the
+    drops are measured on (the OOD sets are always complete), the bootstrap resamples of the rank
+    correlation, whether random head pairs are drawn for comparison, and the bootstrap's seed.
+
+    A run records it as a dict (``res["config"]``: ``dataclasses.asdict``)."""
+
+    network: str
+    test_episodes: int
+    n_bootstrap: int
+    random_pairs: bool = True
+    seed: int = 0
+
+
 PRUNING_EXPERIMENT = {
     # the theory of the omniglot-theory run of the same scale (N = 10, tau = 0.5); evaluation on all of
     # the network's fixed test episodes and on the complete OOD sets
-    "paper": dict(network="paper", test_episodes=4096, n_bootstrap=2000, random_pairs=True, seed=0),
-    "quick": dict(network="quick", test_episodes=2048, n_bootstrap=1000, random_pairs=True, seed=0),
+    "paper": PruningExperimentConfig(network="paper", test_episodes=4096, n_bootstrap=2000),
+    "quick": PruningExperimentConfig(network="quick", test_episodes=2048, n_bootstrap=1000),
 }
 
 
@@ -268,7 +286,7 @@ def run_pruning(
     ``source`` and ``sha256``).
     """
     scale = get_scale(scale)
-    cfg = dict(PRUNING_EXPERIMENT[scale])
+    cfg = asdict(PRUNING_EXPERIMENT[scale])
     cfg["network"] = network or (theory or {}).get("config", {}).get("network") or cfg["network"]
     if theory is None:
         theory = run_oneshot(scale, network=cfg["network"], sample=False, root=root, progress=progress)

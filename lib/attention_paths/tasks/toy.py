@@ -9,7 +9,7 @@ architecture at large width (a "teacher"), so the task is realisable and path-st
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -29,9 +29,11 @@ __all__ = [
     "random_wform_layers",
     "ToyProblem",
     "make_toy_problem",
+    "TheoryDemoConfig",
     "THEORY_DEMO",
     "theory_demo",
     "theory_summary",
+    "PosteriorCheckConfig",
     "POSTERIOR_CHECK",
     "posterior_check",
     "posterior_summary",
@@ -125,22 +127,27 @@ def make_toy_problem(
 
 # ------------------------------------------------------------------------------------------ the experiments
 # The Theory chapter's problem: one path (index 3) carries the label; see book/theory.md.
-_THEORY_DEMO_QUICK = dict(
-    P=150,
-    M=2000,
-    n0=24,
-    T=10,
-    heads=(2, 2),
-    beta=4.0,
-    teacher_path=3,
-    tau=0.5,
-    seed=1,
-    widths=(10000, 3000, 1000, 300, 100, 30, 10, 3),
-    n_restarts=1,
-)
+@dataclass(frozen=True)
+class TheoryDemoConfig:
+    """Sizes of the Theory chapter's width sweep (:func:`theory_demo`): the toy problem, ``tau``, the widths
+    (largest first: the continuation order) and the solver's restarts per width."""
+
+    P: int = 150
+    M: int = 2000
+    n0: int = 24
+    T: int = 10
+    heads: tuple = (2, 2)
+    beta: float = 4.0
+    teacher_path: int = 3
+    tau: float = 0.5
+    seed: int = 1
+    widths: tuple = (10000, 3000, 1000, 300, 100, 30, 10, 3)
+    n_restarts: int = 1
+
+
 THEORY_DEMO = {
-    "quick": _THEORY_DEMO_QUICK,
-    "paper": dict(_THEORY_DEMO_QUICK, widths=(100000, 30000, 10000, 3000, 1000, 300, 100, 30, 10, 3), n_restarts=3),
+    "quick": TheoryDemoConfig(),
+    "paper": TheoryDemoConfig(widths=(100000, 30000, 10000, 3000, 1000, 300, 100, 30, 10, 3), n_restarts=3),
 }
 
 
@@ -151,29 +158,22 @@ def theory_demo(scale: str | None = None, progress: bool = False) -> dict:
     accuracies, deviations from the GP point and the kernels at the smallest non-trivial width.
     """
     scale = get_scale(scale)
-    cfg = dict(THEORY_DEMO[scale])
-    tau, widths, heads = cfg["tau"], cfg["widths"], cfg["heads"]
+    cfg = THEORY_DEMO[scale]
+    tau, widths, heads = cfg.tau, cfg.widths, cfg.heads
     prob = make_toy_problem(
-        P=cfg["P"],
-        M=cfg["M"],
-        n0=cfg["n0"],
-        T=cfg["T"],
-        heads=heads,
-        beta=cfg["beta"],
-        teacher_path=cfg["teacher_path"],
-        seed=cfg["seed"],
+        P=cfg.P, M=cfg.M, n0=cfg.n0, T=cfg.T, heads=heads, beta=cfg.beta, teacher_path=cfg.teacher_path, seed=cfg.seed
     )
     kernel = PathKernel(prob.features_train)
     t0 = time.perf_counter()
     actions = [Action(kernel, prob.y_train, tau, Architecture.uniform(heads, N)) for N in widths]
-    results = solve_continuation(actions, n_restarts=cfg["n_restarts"], progress=progress, desc="widths")
+    results = solve_continuation(actions, n_restarts=cfg.n_restarts, progress=progress, desc="widths")
     solve_seconds = time.perf_counter() - t0
     Pi = kernel.n_paths
     gp_pred = predict(np.eye(Pi), prob.features_train, prob.y_train, tau, prob.features_test)
     preds = [predict(r.U, prob.features_train, prob.y_train, tau, prob.features_test) for r in results]
     out = {
         "scale": scale,
-        "config": cfg,
+        "config": asdict(cfg),
         "problem": prob,
         "results": results,
         "widths": np.array(widths, dtype=float),
@@ -196,25 +196,29 @@ def theory_demo(scale: str | None = None, progress: bool = False) -> dict:
     return out
 
 
-_POSTERIOR_QUICK = dict(
-    n0=16,
-    T=6,
-    heads=(2, 2),
-    beta=2.0,
-    alpha=2,
-    tau=0.05,
-    M=300,
-    seed=0,
-    widths=(10, 20, 40),
-    full_widths=(20,),
-    num_chains=2,
-    num_warmup=300,
-    num_samples=300,
-)
+@dataclass(frozen=True)
+class PosteriorCheckConfig:
+    """Sizes of the sampling chapter's comparison (:func:`posterior_check`): the toy problem, the load
+    ``alpha = P/N``, ``tau``, the widths, those where the full-weight sampler also runs, and the NUTS budget."""
+
+    n0: int = 16
+    T: int = 6
+    heads: tuple = (2, 2)
+    beta: float = 2.0
+    alpha: int = 2
+    tau: float = 0.05
+    M: int = 300
+    seed: int = 0
+    widths: tuple = (10, 20, 40)
+    full_widths: tuple = (20,)
+    num_chains: int = 2
+    num_warmup: int = 300
+    num_samples: int = 300
+
+
 POSTERIOR_CHECK = {
-    "quick": _POSTERIOR_QUICK,
-    "paper": dict(
-        _POSTERIOR_QUICK,
+    "quick": PosteriorCheckConfig(),
+    "paper": PosteriorCheckConfig(
         M=1000,
         widths=(10, 20, 50, 100),
         full_widths=(10, 20, 50, 100),
@@ -236,32 +240,32 @@ def posterior_check(scale: str | None = None, progress: bool = False) -> dict:
     sampled mean to the theory's and the GP's).
     """
     scale = get_scale(scale)
-    cfg = dict(POSTERIOR_CHECK[scale])
-    widths, alpha, tau = cfg["widths"], cfg["alpha"], cfg["tau"]
+    cfg = POSTERIOR_CHECK[scale]
+    widths, alpha, tau = cfg.widths, cfg.alpha, cfg.tau
     base = make_toy_problem(
         P=alpha * max(widths),
-        M=cfg["M"],
-        n0=cfg["n0"],
-        T=cfg["T"],
-        heads=cfg["heads"],
-        beta=cfg["beta"],
-        seed=cfg["seed"],
+        M=cfg.M,
+        n0=cfg.n0,
+        T=cfg.T,
+        heads=cfg.heads,
+        beta=cfg.beta,
+        seed=cfg.seed,
     )
     sconf = sampling.SamplerConfig(
-        num_warmup=cfg["num_warmup"], num_samples=cfg["num_samples"], num_chains=cfg["num_chains"], seed=cfg["seed"]
+        num_warmup=cfg.num_warmup, num_samples=cfg.num_samples, num_chains=cfg.num_chains, seed=cfg.seed
     )
-    Pi = int(np.prod(cfg["heads"]))
+    Pi = int(np.prod(cfg.heads))
     rows = []
     for N in widths:
         prob = base.subset(alpha * N)
-        arch = Architecture.uniform(cfg["heads"], N)
+        arch = Architecture.uniform(cfg.heads, N)
         theory = solve_continuation([Action(PathKernel(prob.features_train), prob.y_train, tau, arch)])[0]
         th = predict(theory.U, prob.features_train, prob.y_train, tau, prob.features_test)
         gp = predict(np.eye(Pi), prob.features_train, prob.y_train, tau, prob.features_test)
         row = {"N": N, "P": alpha * N, "U_theory": theory.U, "theory": th, "gp": gp, "solve": theory}
         row["samples"], row["agreement"] = {}, {}
         for kind in sampling.SAMPLER_KINDS:
-            if kind == "rao-blackwell" or N in cfg["full_widths"]:
+            if kind == "rao-blackwell" or N in cfg.full_widths:
                 smp = sampling.sample(
                     kind,
                     prob.features_train,
@@ -281,7 +285,7 @@ def posterior_check(scale: str | None = None, progress: bool = False) -> dict:
                 }
         row["gp_dU"] = float(np.abs(np.eye(Pi) - theory.U).max())
         rows.append(row)
-    return {"scale": scale, "config": cfg, "problem": base, "rows": rows}
+    return {"scale": scale, "config": asdict(cfg), "problem": base, "rows": rows}
 
 
 def posterior_summary(res: dict) -> tuple[dict, dict]:

@@ -40,6 +40,7 @@ from attention_paths.tasks.markov.data import (
 )
 from attention_paths.tasks.markov.experiment import (
     HMC_EXPERIMENT,
+    HMCExperimentConfig,
     ablations,
     hmc_summary,
     read_hmc_run,
@@ -93,6 +94,7 @@ __all__ = [
     "cross_weight_ratio",
     "difference_scan",
     "HMC_EXPERIMENT",
+    "HMCExperimentConfig",
     "theory_sweep",
     "ablations",
     "seed_set_summary",

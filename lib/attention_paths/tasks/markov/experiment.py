@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from attention_paths.theory.scores import head_scores
 from attention_paths.theory.solver import solve_continuation
 
 __all__ = [
+    "HMCExperimentConfig",
     "HMC_EXPERIMENT",
     "theory_sweep",
     "ablations",
@@ -43,25 +45,34 @@ __all__ = [
 ]
 
 
-_HMC_QUICK = dict(
-    widths=(10, 30, 50, 100, 300, 500, 1000),
-    tau=0.01,
-    P=100,
-    P_test=1000,
-    seed_sets=5,
-    heat_widths=(10, 100, 1000),
-    kernel_subset=(tuple(range(0, 25)), tuple(range(75, 100))),
-    n_align=30,
-    sampling={"main": {"rao-blackwell": (10,), "full": ()}, "noisy": {"rao-blackwell": (10,), "full": ()}},
-    sampler=dict(num_chains=2, num_warmup=300, num_samples=300, seed=1),
-)
+@dataclass(frozen=True)
+class HMCExperimentConfig:
+    """Sizes of the hidden-Markov-chain chapter (:func:`run_hmc`): the theory's widths, ``tau``, the training
+    and test set sizes, the number of numpy seed sets beside the reference's, the widths of the heat maps,
+    the kernel rows shown (two class blocks), the alignment's ``k``, the sampling plan (per network, the
+    widths of each sampler of ``sampling.SAMPLER_KINDS``) and the NUTS settings."""
+
+    widths: tuple = (10, 30, 50, 100, 300, 500, 1000)
+    tau: float = 0.01
+    P: int = 100
+    P_test: int = 1000
+    seed_sets: int = 5
+    heat_widths: tuple = (10, 100, 1000)
+    kernel_subset: tuple = (tuple(range(0, 25)), tuple(range(75, 100)))
+    n_align: int = 30
+    sampling: dict = field(
+        default_factory=lambda: {
+            "main": {"rao-blackwell": (10,), "full": ()},
+            "noisy": {"rao-blackwell": (10,), "full": ()},
+        }
+    )
+    sampler: dict = field(default_factory=lambda: dict(num_chains=2, num_warmup=300, num_samples=300, seed=1))
 
 
 HMC_EXPERIMENT = {
     # The theory runs at the paper's sizes at both scales; only the sampling budget differs.
-    "quick": _HMC_QUICK,
-    "paper": dict(
-        _HMC_QUICK,
+    "quick": HMCExperimentConfig(),
+    "paper": HMCExperimentConfig(
         # the Rao-Blackwellised sampler is ~10x faster per effective sample here (P = 100); the
         # full-weight one cross-checks it at N = 10
         sampling={
@@ -153,21 +164,17 @@ def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = Tru
     """
     scale = get_scale(scale)
     cfg = HMC_EXPERIMENT[scale]
-    tau, widths = cfg["tau"], cfg["widths"]
+    tau, widths = cfg.tau, cfg.widths
     t0 = time.perf_counter()
     # the headline: the reference's own data and heads (spec §A.1b); then independent numpy seed sets
-    sets = (
-        [seed_set_summary("ref", widths, tau, cfg["P"], cfg["P_test"], HMCSeeds.reference())]
-        if cfg.get("reference_set", True)
-        else []
-    )
-    sets += [seed_set_summary(k, widths, tau, cfg["P"], cfg["P_test"]) for k in range(cfg["seed_sets"])]
+    sets = [seed_set_summary("ref", widths, tau, cfg.P, cfg.P_test, HMCSeeds.reference())]
+    sets += [seed_set_summary(k, widths, tau, cfg.P, cfg.P_test) for k in range(cfg.seed_sets)]
     theory_seconds = time.perf_counter() - t0
     head = sets[0]
     main, sw = head["main"], head["sweep"]
     i10 = list(sw["widths"]).index(10)
     U10 = sw["U"][i10]
-    sub = np.concatenate([np.array(s) for s in cfg["kernel_subset"]])
+    sub = np.concatenate([np.array(s) for s in cfg.kernel_subset])
     Xs = main.features_train[sub]
     Pi = main.n_paths
     kernels = {f"C_{main.path_names[p]}": Pi * path_kernel(Xs, p) for p in range(Pi)}  # without the 1/Pi
@@ -180,15 +187,15 @@ def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = Tru
     }
     res = {
         "scale": scale,
-        "config": cfg,
+        "config": asdict(cfg),
         "sets": sets,
         "theory_seconds": theory_seconds,
         "block_contrast": contrast,
         "kernels": kernels,
         "kernel_subset": sub,
         "alignment": {
-            "GP": kernel_alignment(K_gp, main.y_train, cfg["n_align"]),
-            "renormalised": kernel_alignment(K_rn, main.y_train, cfg["n_align"]),
+            "GP": kernel_alignment(K_gp, main.y_train, cfg.n_align),
+            "renormalised": kernel_alignment(K_rn, main.y_train, cfg.n_align),
         },
         "samples": {"main": {}, "noisy": {}},
     }
@@ -197,21 +204,21 @@ def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = Tru
     return res
 
 
-def sample_hmc(head: dict, cfg: dict, progress: bool = False) -> dict:
-    """Posterior samples of the 4-path and 2-path networks at the widths listed in ``cfg['sampling']``.
+def sample_hmc(head: dict, cfg: HMCExperimentConfig, progress: bool = False) -> dict:
+    """Posterior samples of the 4-path and 2-path networks at the widths listed in ``cfg.sampling``.
 
     Returns ``{network: {N: {kind: PosteriorSamples}}}``, ``kind`` one of ``sampling.SAMPLER_KINDS`` in that
     order.
     """
-    sconf = sampling.SamplerConfig(**cfg["sampler"])
+    sconf = sampling.SamplerConfig(**cfg.sampler)
     out = {}
     for net in ("main", "noisy"):
         task = head[net]
-        plan = cfg["sampling"][net]
+        plan = cfg.sampling[net]
         unknown = set(plan) - set(sampling.SAMPLER_KINDS)
         if unknown:
             raise ValueError(
-                f"cfg['sampling'][{net!r}] names unknown samplers {sorted(unknown)}: use {sampling.SAMPLER_KINDS}"
+                f"cfg.sampling[{net!r}] names unknown samplers {sorted(unknown)}: use {sampling.SAMPLER_KINDS}"
             )
         out[net] = {}
         for N in sorted(set().union(*plan.values())):
@@ -225,7 +232,7 @@ def sample_hmc(head: dict, cfg: dict, progress: bool = False) -> dict:
                             kind,
                             task.features_train,
                             task.y_train,
-                            cfg["tau"],
+                            cfg.tau,
                             arch,
                             task.features_test,
                             path_inputs=(task.xi_train, task.xi_test),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -20,30 +21,45 @@ from attention_paths.theory.kernels import PathKernel
 from attention_paths.theory.predictor import predict
 from attention_paths.theory.solver import solve
 
-__all__ = ["ONESHOT_EXPERIMENT", "run_oneshot", "oneshot_summary", "read_oneshot_run"]
+__all__ = ["OneShotExperimentConfig", "ONESHOT_EXPERIMENT", "run_oneshot", "oneshot_summary", "read_oneshot_run"]
 
 
-_PAPER_GRID = dict(
-    widths=(10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000),
-    taus=(0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5),
-)
+@dataclass(frozen=True, kw_only=True)
+class OneShotExperimentConfig:
+    """Sizes of the omniglot_theory chapter (:func:`run_oneshot`; spec §B.8-B.9, §E.4): the trained network,
+    the training set size ``P`` (drawn from ``train_batches`` training batches), the episodes per evaluation
+    set ``n_eval`` (drawn from a fixed pool of ``eval_pool``), the width x temperature grid, the GP line's
+    temperatures, the panel point, the alignment's ``k``, the temperatures of the scan beyond the grid's
+    edge (none: no scan) and the posterior sampling (widths, ``tau``, sampler kind and NUTS settings).
+
+    A run records it as a dict (``res["config"]``, ``summary["config"]``: ``dataclasses.asdict``)."""
+
+    network: str
+    P: int
+    n_eval: int
+    train_batches: int
+    eval_pool: int = 2048
+    widths: tuple
+    taus: tuple
+    gp_taus: tuple = (0.25, 0.1, 0.075, 0.05, 0.025)
+    panel_N: int = 10
+    panel_tau: float = 0.5
+    n_align: int = 50
+    edge_taus: tuple = ()
+    sampling: dict
 
 
 ONESHOT_EXPERIMENT = {
     # spec §B.8-B.9: P = 600, 1000 episodes per evaluation set, the 10 x 10 grid.  Sampling: the paper runs
     # 10 chains x (100 + 100); full-weight NUTS is ~15x faster per effective sample than the Rao-Blackwellised
     # sampler at P = 600 (benchmarks/README.md) but needs a longer warm-up, so 4 chains x (500 + 500)
-    "paper": dict(
+    "paper": OneShotExperimentConfig(
         network="paper",
         P=600,
         n_eval=1000,
         train_batches=16,
-        eval_pool=2048,
-        **_PAPER_GRID,
-        gp_taus=(0.25, 0.1, 0.075, 0.05, 0.025),
-        panel_N=10,
-        panel_tau=0.5,
-        n_align=50,
+        widths=(10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000),
+        taus=(0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5),
         edge_taus=(2.0, 3.0, 5.0, 10.0),  # beyond the grid's edge, at the smallest width (not the paper's)
         sampling=dict(
             widths=(10,),
@@ -53,18 +69,13 @@ ONESHOT_EXPERIMENT = {
         ),
     ),
     # spec §E.4: reduced P, evaluation sets, widths and temperatures; a short sampling run
-    "quick": dict(
+    "quick": OneShotExperimentConfig(
         network="quick",
         P=200,
         n_eval=400,
         train_batches=4,
-        eval_pool=2048,
         widths=(10, 100, 1000, 10000),
         taus=(0.1, 0.25, 0.5, 1.0),
-        gp_taus=(0.25, 0.1, 0.075, 0.05, 0.025),
-        panel_N=10,
-        panel_tau=0.5,
-        n_align=50,
         sampling=dict(
             widths=(10,),
             tau=0.5,
@@ -98,7 +109,7 @@ def run_oneshot(
     temperatures.
     """
     scale = get_scale(scale)
-    cfg = dict(ONESHOT_EXPERIMENT[scale])
+    cfg = asdict(ONESHOT_EXPERIMENT[scale])
     cfg["network"] = network or cfg["network"]
     if budget:
         cfg["sampling"] = with_budget(cfg["sampling"], budget)
