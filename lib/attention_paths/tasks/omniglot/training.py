@@ -104,10 +104,8 @@ def train(
     Returns the summary: settings, per-evaluation history (step, train loss, validation/test/OOD
     accuracies, elapsed time), the final and best-validation accuracies, throughput and hardware.
     """
-    if max_steps is not None and (isinstance(max_steps, bool) or int(max_steps) != max_steps or max_steps < 1):
-        raise ValueError(f"max_steps must be a positive number of steps (or None), got {max_steps!r}")
-    if threads is not None and (isinstance(threads, bool) or int(threads) != threads or threads < 1):
-        raise ValueError(f"threads must be a positive number of CPU threads (or None), got {threads!r}")
+    _check_count("max_steps", max_steps, "steps")
+    _check_count("threads", threads, "CPU threads")
     out = Path(out)
     dev = _device()
     torch.manual_seed(cfg.seed)
@@ -134,22 +132,14 @@ def train(
     losses = []
     t0 = time.perf_counter()
     for step in bar:
-        net.train()
         ep = sample_episodes(train_images, cfg.batch, rng, drawing_seed=cfg.drawing_seed)
-        x0 = net.tokens(ep)
-        y = torch.as_tensor(ep.y, device=dev)
-        with torch.autocast(dev.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
-            loss = torch.mean((model(x0).float() - y) ** 2)
-        opt.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        if not torch.isfinite(loss.detach()):
+        loss = _train_step(net, model, opt, scaler, ep, amp_dtype)
+        if not np.isfinite(loss):
             raise FloatingPointError(
-                f"training loss is {float(loss.detach())} at step {step + 1}: the run diverged or its weights are "
+                f"training loss is {loss} at step {step + 1}: the run diverged or its weights are "
                 f"damaged; nothing after step {history[-1]['step'] if history else 0} was written to {out}"
             )
-        losses.append(float(loss.detach()))
+        losses.append(loss)
         done = step + 1
         if done % cfg.eval_every == 0 or done == stop:
             seconds += time.perf_counter() - t0
@@ -157,16 +147,7 @@ def train(
             rec.update({name: evaluate(net, eps) for name, eps in sets.items()})
             history.append(rec)
             losses = []
-            state = {
-                "config": asdict(cfg),
-                "model": net.state_dict(),
-                "optimizer": opt.state_dict(),
-                "scaler": scaler.state_dict(),
-                "rng_state": rng.bit_generator.state,
-                "step": done,
-                "history": history,
-                "seconds": seconds,
-            }
+            state = _training_state(cfg, net, opt, scaler, rng, done, history, seconds)
             best = _save_checkpoints(state, rec, best, out)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{rec['train_loss']:.3f}", val=f"{rec['val']['accuracy']:.1f}%")
@@ -177,6 +158,42 @@ def train(
 
 
 _RESUME_KEYS = ("config", "model", "optimizer", "rng_state", "step", "history", "best", "seconds")
+
+
+def _check_count(name: str, value, what: str) -> None:
+    """``value`` must be ``None`` or a positive whole number (of ``what``)."""
+    if value is not None and (isinstance(value, bool) or int(value) != value or value < 1):
+        raise ValueError(f"{name} must be a positive number of {what} (or None), got {value!r}")
+
+
+def _train_step(net: InContextTransformer, model, opt, scaler, ep: Episodes, amp_dtype) -> float:
+    """One Adam step on the MSE of ``model`` (the network's chosen forward) on the batch ``ep``, under
+    autocast when ``amp_dtype`` is set (loss-scaled for float16); returns the batch's loss."""
+    net.train()
+    dev = next(net.parameters()).device
+    x0 = net.tokens(ep)
+    y = torch.as_tensor(ep.y, device=dev)
+    with torch.autocast(dev.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
+        loss = torch.mean((model(x0).float() - y) ** 2)
+    opt.zero_grad(set_to_none=True)
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+    return float(loss.detach())
+
+
+def _training_state(cfg: TrainConfig, net, opt, scaler, rng, step: int, history: list, seconds: float) -> dict:
+    """What a checkpoint holds to resume the run exactly (:func:`_resume`)."""
+    return {
+        "config": asdict(cfg),
+        "model": net.state_dict(),
+        "optimizer": opt.state_dict(),
+        "scaler": scaler.state_dict(),
+        "rng_state": rng.bit_generator.state,
+        "step": step,
+        "history": history,
+        "seconds": seconds,
+    }
 
 
 def _resume(start: Path, cfg: TrainConfig, dev, net, opt, rng, scaler) -> tuple[int, list, dict | None, float]:
