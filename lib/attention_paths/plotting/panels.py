@@ -107,14 +107,26 @@ def kernel_image(
     return im
 
 
-def alignment_bars(ax, overlaps: dict, k: int | None = None):
-    """Side-by-side bars of kernel-label overlaps ``|u_k^T Y|/sqrt(P)`` for several kernels."""
+def alignment_bars(ax, overlaps: dict, k: int | None = None, colors: dict | None = None):
+    """Side-by-side bars of kernel-label overlaps ``|u_k^T Y|/sqrt(P)`` for several kernels.
+
+    ``overlaps`` maps a kernel's name to its overlaps, shape (n_eigenvectors,). Bars take their colour from
+    ``colors[name]``; by default the GP kernel ("GP") is drawn in the GP role's colour and any other kernel
+    (the renormalised one) in the theory's (:data:`~attention_paths.plotting.style.ROLES`).
+    """
     names = list(overlaps)
     n = len(names)
     k = k or min(len(v) for v in overlaps.values())
     width = 0.8 / n
+    colors = colors or {name: ROLES["gp"] if name == "GP" else ROLES["theory"] for name in names}
     for j, name in enumerate(names):
-        ax.bar(np.arange(1, k + 1) + (j - (n - 1) / 2) * width, np.asarray(overlaps[name])[:k], width, label=name)
+        ax.bar(
+            np.arange(1, k + 1) + (j - (n - 1) / 2) * width,
+            np.asarray(overlaps[name])[:k],
+            width,
+            label=name,
+            color=colors[name],
+        )
     ax.set_xlabel("eigenvector rank $k$ (by decreasing eigenvalue)")
     ax.set_ylabel(r"$|u_k^\top Y|/\sqrt{P}$")
     ax.legend(frameon=False)
