@@ -167,3 +167,26 @@ def test_a_committed_member_spends_its_resumable_state(tmp_path):
     (tmp_path / "resume.json").write_text(json.dumps({"note": "another"}))  # an existing note is kept
     spend_resume_state(tmp_path)
     assert json.loads((tmp_path / "record.json").read_text())["training_note"] == "paused once"
+
+
+def test_limit_gaps_find_the_cell_farthest_from_the_gp_limit():
+    taus = [0.01, 0.1, 1.0]
+    grid = {s: np.full((3, 4), 70.0) for s in ("val", "test")}
+    gp = {s: np.full(3, 70.0) for s in ("val", "test")}
+    grid["test"][0, -1], grid["test"][0, -2] = 64.0, 61.0  # far at the lowest temperature, closing with N
+    grid["val"][2, -1] = 71.5  # the largest gap at any other temperature
+    run = {"widths": [10, 100, 1000, 5000], "taus": taus, "grid_accuracy": grid, "gp_grid_accuracy": gp}
+    lim = ensemble.limit_gaps(run)
+    assert lim["widths"] == [1000, 5000]
+    assert lim["worst"] == ("test", 0.01, 6.0, 9.0)
+    assert lim["worst_above"] == pytest.approx(1.5)
+    assert np.asarray(lim["gap"]["test"]).shape == (3, 2)
+
+
+def test_limit_gaps_agree_with_the_committed_limit_claim():
+    """The I2-limit claim's detail names the largest gap per set at the largest width: the same numbers."""
+    row, _, theory, _ = _paper_row()
+    detail = row["claim_details"]["I2-limit"]
+    for s, g in row["limit"]["gap"].items():
+        assert f"{s} {max(x[1] for x in g):.1f}" in detail
+    assert row["limit"]["worst"][2] == pytest.approx(max(max(x[1] for x in g) for g in row["limit"]["gap"].values()))

@@ -24,6 +24,8 @@ __all__ = [
     "format_rows",
     "format_spread",
     "format_tally",
+    "limit_gaps",
+    "format_limit",
 ]
 
 # The reference implementation's own numbers on its one network (its dumps use 1,024 meta-test episodes;
@@ -79,7 +81,51 @@ def network_row(seed: int, record: dict, theory: dict, prune: dict) -> dict:
         "claims": {c["id"]: bool(c["passed"]) for c in claims},
         "claim_text": {c["id"]: c["claim"] for c in claims},
         "claim_details": {c["id"]: c["detail"] for c in claims},
+        "limit": limit_gaps(theory),
     }
+
+
+def limit_gaps(theory: dict) -> dict:
+    """Where the theory is farthest from the GP limit at the two largest widths (claim I2-limit).
+
+    ``theory`` is a loaded omniglot-theory run (its ``grid_accuracy`` and ``gp_grid_accuracy``: {set: (n_tau,
+    n_width)} and {set: (n_tau,)}, in %).  Returns ``widths`` (the two largest), ``taus``, ``gap``
+    ({set: |theory - GP| as nested lists, (n_tau, 2)}), ``worst`` (set, tau, gap at the largest width, gap at the next
+    one) and ``worst_above`` (the largest gap at the largest width over every temperature but the grid's
+    lowest).
+    """
+    widths, taus = list(theory["widths"]), [float(t) for t in theory["taus"]]
+    gap = {
+        s: np.abs(np.asarray(theory["grid_accuracy"][s])[:, -2:] - np.asarray(theory["gp_grid_accuracy"][s])[:, None])
+        for s in theory["grid_accuracy"]
+    }
+    s, i = max(((s, int(np.argmax(g[:, 1]))) for s, g in gap.items()), key=lambda si: gap[si[0]][si[1], 1])
+    lowest = int(np.argmin(taus))
+    above = max(float(np.delete(g[:, 1], lowest).max()) for g in gap.values())
+    return {
+        "widths": widths[-2:],
+        "taus": taus,
+        "gap": {k: g.tolist() for k, g in gap.items()},
+        "worst": (s, taus[i], float(gap[s][i, 1]), float(gap[s][i, 0])),
+        "worst_above": above,
+    }
+
+
+def format_limit(rows: list[dict]) -> str:
+    """Per network, the largest |theory - GP| at the largest width (set, temperature), the same cell at the
+    next width, and the largest gap over the other temperatures, as text within 80 columns."""
+    if not rows:
+        return ""
+    n1, n0 = rows[0]["limit"]["widths"][::-1]
+    lines = [
+        "largest |theory - GP| (points) at the largest width: its set and temperature, the same cell one",
+        "width down, and the largest gap at the largest width over the other temperatures",
+        f"{'seed':>4}  {'set':<13}{'tau':>6}{f'N={n1}':>9}{f'N={n0}':>8}{'other taus':>12}",
+    ]
+    for r in rows:
+        s, tau, g1, g0 = r["limit"]["worst"]
+        lines.append(f"{r['seed']:>4}  {s:<13}{tau:>6g}{g1:>9.1f}{g0:>8.1f}{r['limit']['worst_above']:>12.1f}")
+    return "\n".join(lines)
 
 
 def format_accuracies(records: dict) -> str:
