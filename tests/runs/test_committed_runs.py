@@ -54,18 +54,33 @@ def test_theory_run_paired_predictions_reproduce_its_selected_accuracies(theory_
 
 def test_pruning_run_recomputes_from_its_path_outputs(pruning_run):
     run = pruning_run
-    assert run["network_record"]["sha256"] == NETWORK_SHA
-    assert run["n_episodes"]["test"] >= 2048 and run["n_episodes"]["MNIST"] == 2115
-    assert run["n_episodes"]["FashionMNIST"] == 2000  # all T-shirt/trouser test images
-    a = run["arrays"]
-    for s in run["n_episodes"]:
-        F, y = a[f"F_{s}"], a[f"y_{s}"]
+    assert isinstance(run, pruning.PruningResult)
+    assert run.network_record["sha256"] == NETWORK_SHA
+    assert run.n_episodes["test"] >= 2048 and run.n_episodes["MNIST"] == 2115
+    assert run.n_episodes["FashionMNIST"] == 2000  # all T-shirt/trouser test images
+    for s in run.n_episodes:
+        F, y = run.F[s], run.y[s]
         full = pruning.correct(pruning.pruned_outputs(F), y)
-        assert 100 * full.mean() == pytest.approx(run["unpruned"][s], abs=1e-9)
-        for name, e in run["singles"].items():  # every single-head drop, from the stored per-path outputs
+        assert 100 * full.mean() == pytest.approx(run.unpruned[s], abs=1e-9)
+        for name, e in run.singles.items():  # every single-head drop, from the stored per-path outputs
             head = pruning.parse_heads(f"{int(name[1]) - 1}-{int(name[3]) - 1}")
             d, se = pruning.drop_with_error(full, pruning.correct(pruning.pruned_outputs(F, head), y))
-            assert d == pytest.approx(e["drop"][s], abs=1e-9) and se == pytest.approx(e["drop_se"][s], abs=1e-9)
+            assert d == pytest.approx(e.drop[s], abs=1e-9) and se == pytest.approx(e.drop_se[s], abs=1e-9)
+
+
+def test_a_reloaded_pruning_run_writes_back_the_summary_it_was_read_from(pruning_run, tmp_path):
+    """Live and reloaded results are one type: summarising the reloaded run gives the committed summary
+    (claims recomputed from the reloaded numbers equal the stored ones) and the same arrays."""
+    import json
+
+    summary, arrays = pruning.pruning_summary(pruning_run)
+    stored = json.loads((DATA / "pruning" / "paper-network" / "summary.json").read_text())
+    for key in ("wall_seconds", "provenance", "format"):
+        stored.pop(key, None)
+    assert json.loads(json.dumps(summary, default=lambda a: a.tolist())) == stored
+    assert list(summary) == [k for k in stored]  # the same fields, in the same order
+    for s in pruning_run.n_episodes:
+        np.testing.assert_array_equal(arrays[f"F_{s}"], pruning_run.F[s])
 
 
 def test_damaged_committed_runs_are_refused(tmp_path, pruning_run):

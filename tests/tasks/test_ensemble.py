@@ -45,10 +45,10 @@ def test_a_row_holds_the_committed_numbers_of_its_network():
     assert row["theory_minus_gp"]["test"][0] == pytest.approx(
         sel["theory"]["accuracy"]["test"][0] - sel["gp"]["accuracy"]["test"], abs=1e-9
     )
-    assert row["lowest"]["head"] == prune["order"][0]
-    assert row["two_lowest"]["heads"] == tuple(prune["order"][:2])
-    assert row["spearman"][0] == prune["spearman"]["theory"]["rho"]
-    assert set(row["claims"]) == {c["id"] for c in theory["claims"]} | {c["id"] for c in prune["claims"]}
+    assert row["lowest"]["head"] == prune.order[0]
+    assert row["two_lowest"]["heads"] == tuple(prune.order[:2])
+    assert row["spearman"][0] == prune.spearman["theory"].rho
+    assert set(row["claims"]) == {c["id"] for c in theory["claims"]} | {c["id"] for c in prune.claims}
 
 
 def test_spread_and_tally_over_networks():

@@ -79,7 +79,7 @@ def test_drop_standard_error_and_spearman_interval():
     per = {pr.head_name(h): rng.random(n) > 0.05 * (k + 1) for k, h in enumerate(pr.ALL_HEADS)}
     scores = [np.arange(1, 5) / 8, np.arange(5, 9) / 8]
     out = pr.spearman_with_ci(scores, per, c_full, 300, 0)
-    assert out["rho"] > 0.9 and out["ci95"][0] > 0.5 and out["ci95"][1] <= 1.0
+    assert out.rho > 0.9 and out.ci95[0] > 0.5 and out.ci95[1] <= 1.0
 
 
 def test_magnitude_scores_are_value_matrix_norms():
@@ -105,8 +105,8 @@ def test_the_committed_run_prints_within_80_columns():
     table, stats = pr.format_table(res).splitlines(), pr.format_statistics(res).splitlines()
     assert max(len(line) for line in table + stats) <= 80
     # a header, the unpruned row, three group titles and one row per pruned network
-    assert len(table) == 2 + 3 + len(res["singles"]) + len(res["combinations"]) + len(res["reference_combinations"])
-    lowest = res["order"][0]
+    assert len(table) == 2 + 3 + len(res.singles) + len(res.combinations) + len(res.reference_combinations)
+    lowest = res.order[0]
     row = next(line for line in table if line.startswith(f"  {lowest} "))
-    assert f"{res['singles'][lowest]['drop']['test']:+.1f} ±" in row
-    assert stats[0].split(": ")[1].startswith(f"{res['spearman']['theory']['rho']:+.2f}")
+    assert f"{res.singles[lowest].drop['test']:+.1f} ±" in row
+    assert stats[0].split(": ")[1].startswith(f"{res.spearman['theory'].rho:+.2f}")

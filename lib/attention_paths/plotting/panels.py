@@ -229,21 +229,21 @@ def oneshot_accuracy_panels(axes, summary: dict, sets=("test", "MNIST", "Fashion
     return axes
 
 
-def pruning_score_bars(ax_score, ax_drop, summary: dict, set_name: str = "test"):
-    """Two aligned bar panels of a pruning result (live or reloaded), heads by ascending score on one shared
+def pruning_score_bars(ax_score, ax_drop, result, set_name: str = "test"):
+    """Two aligned bar panels of a pruning result (a ``PruningResult``), heads by ascending score on one shared
     axis: normalised head scores (top, C0) and the single-head accuracy drop on ``set_name`` with paired
     standard errors (bottom, C3), paired by label (spec §C.4).  Two panels rather than two y axes on one:
     the heights of a score and a drop are not comparable."""
-    order = summary["order"]
+    order = result.order
     x = np.arange(len(order))
-    ax_score.bar(x, [summary["scores"][k] for k in order], 0.6, color="C0")
+    ax_score.bar(x, [result.scores[k] for k in order], 0.6, color="C0")
     ax_score.set_ylabel("head score\n(normalised)")
-    singles = summary["singles"]
+    singles = result.singles
     ax_drop.bar(
         x,
-        [singles[k]["drop"][set_name] for k in order],
+        [singles[k].drop[set_name] for k in order],
         0.6,
-        yerr=[singles[k]["drop_se"][set_name] for k in order],
+        yerr=[singles[k].drop_se[set_name] for k in order],
         color="C3",
         capsize=2,
     )
@@ -254,22 +254,22 @@ def pruning_score_bars(ax_score, ax_drop, summary: dict, set_name: str = "test")
     return ax_drop
 
 
-def pruning_theory_side(ax_drops, ax_stability, summary: dict):
+def pruning_theory_side(ax_drops, ax_stability, result):
     """Left: network-side against theory-side single-head drops (in distribution); right: the Spearman
     correlation of the head ranking at every grid point with the panel point's.  Returns the image."""
-    labels = list(summary["singles"])
-    th = [summary["theory_side"][k]["test"] for k in labels]
-    nw = [summary["singles"][k]["drop"]["test"] for k in labels]
-    ax_drops.errorbar(th, nw, yerr=[summary["singles"][k]["drop_se"]["test"] for k in labels], fmt="o", ms=4)
+    labels = list(result.singles)
+    th = [result.theory_side[k]["test"] for k in labels]
+    nw = [result.singles[k].drop["test"] for k in labels]
+    ax_drops.errorbar(th, nw, yerr=[result.singles[k].drop_se["test"] for k in labels], fmt="o", ms=4)
     for k, u, v in zip(labels, th, nw):
         ax_drops.annotate(k, (u, v), fontsize=7, xytext=(3, 3), textcoords="offset points")
     ax_drops.set_xlabel("theory-side drop (points)")
     ax_drops.set_ylabel("network-side drop (points)")
     im = ax_stability.imshow(
-        np.asarray(summary["stability"], float), cmap=DIVERGING, vmin=-1, vmax=1, origin="lower", aspect="auto"
+        np.asarray(result.stability, float), cmap=DIVERGING, vmin=-1, vmax=1, origin="lower", aspect="auto"
     )
-    ax_stability.set_xticks(range(len(summary["widths"])), [width_label(w) for w in summary["widths"]], rotation=90)
-    ax_stability.set_yticks(range(len(summary["taus"])), [f"{float(t):g}" for t in summary["taus"]])
+    ax_stability.set_xticks(range(len(result.widths)), [width_label(w) for w in result.widths], rotation=90)
+    ax_stability.set_yticks(range(len(result.taus)), [f"{float(t):g}" for t in result.taus])
     ax_stability.set_xlabel("width $N$")
     ax_stability.set_ylabel(r"temperature $\tau$")
     return im

@@ -63,7 +63,7 @@ def run_experiment(
     summary["provenance"] = prov
     out = Path(out)
     if save_samples:
-        for net, per_N in res.get("samples", {}).items():
+        for net, per_N in (res.get("samples", {}) if isinstance(res, dict) else {}).items():
             if not isinstance(per_N, dict):  # {width: PosteriorSamples} (omniglot-theory)
                 per_N.save(out / f"samples_N{net}_{per_N.kind}.npz")
                 continue

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_paths.tasks.oneshot import run_paired
-from attention_paths.tasks.pruning import EVAL_SETS
+from attention_paths.tasks.pruning import EVAL_SETS, PruningResult
 
 __all__ = [
     "REFERENCE",
@@ -42,7 +42,7 @@ REFERENCE = {
 _SHORT = {"test": "ID", "MNIST": "MNIST", "FashionMNIST": "FMNIST"}
 
 
-def network_row(seed: int, record: dict, theory: dict, prune: dict) -> dict:
+def network_row(seed: int, record: dict, theory: dict, prune: PruningResult) -> dict:
     """The per-network numbers: ``record`` is the network's ``record.json``, ``theory`` and ``prune`` its
     loaded omniglot-theory and pruning runs.
 
@@ -56,10 +56,10 @@ def network_row(seed: int, record: dict, theory: dict, prune: dict) -> dict:
     acc = record["accuracies"]
     best = record.get("accuracies_best", {})
     paired = run_paired(theory)
-    order = prune["order"]
-    low = prune["singles"][order[0]]
-    two = prune["combinations"]["2 lowest"]
-    claims = list(theory["claims"]) + list(prune["claims"])
+    order = prune.order
+    low = prune.singles[order[0]]
+    two = prune.combinations["2 lowest"]
+    claims = list(theory["claims"]) + list(prune.claims)
     return {
         "seed": int(seed),
         "name": theory["config"]["network"],
@@ -73,11 +73,11 @@ def network_row(seed: int, record: dict, theory: dict, prune: dict) -> dict:
         ),
         "best_step": best.get("step"),
         "theory_minus_gp": {s: (paired[s]["diff"], paired[s]["se"]) for s in EVAL_SETS},
-        "spearman": (prune["spearman"]["theory"]["rho"], tuple(prune["spearman"]["theory"]["ci95"])),
-        "lowest": {"head": order[0], **{s: (low["drop"][s], low["drop_se"][s]) for s in EVAL_SETS}},
-        "two_lowest": {"heads": tuple(two["heads"]), **{s: (two["drop"][s], two["drop_se"][s]) for s in EVAL_SETS}},
-        "scores": dict(prune["scores"]),
-        "single_drops": {k: (v["drop"]["test"], v["drop_se"]["test"]) for k, v in prune["singles"].items()},
+        "spearman": (prune.spearman["theory"].rho, tuple(prune.spearman["theory"].ci95)),
+        "lowest": {"head": order[0], **{s: (low.drop[s], low.drop_se[s]) for s in EVAL_SETS}},
+        "two_lowest": {"heads": tuple(two.heads), **{s: (two.drop[s], two.drop_se[s]) for s in EVAL_SETS}},
+        "scores": dict(prune.scores),
+        "single_drops": {k: (v.drop["test"], v.drop_se["test"]) for k, v in prune.singles.items()},
         "claims": {c["id"]: bool(c["passed"]) for c in claims},
         "claim_text": {c["id"]: c["claim"] for c in claims},
         "claim_details": {c["id"]: c["detail"] for c in claims},

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import itertools
 import textwrap
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 import torch
@@ -42,6 +42,9 @@ __all__ = [
     "REFERENCE_COMBINATIONS",
     "PruningExperimentConfig",
     "PRUNING_EXPERIMENT",
+    "PrunedNetwork",
+    "RankCorrelation",
+    "PruningResult",
     "path_outputs",
     "path_coefficients",
     "pruned_outputs",
@@ -76,7 +79,7 @@ class PruningExperimentConfig:
     drops are measured on (the OOD sets are always complete), the bootstrap resamples of the rank
     correlation, whether random head pairs are drawn for comparison, and the bootstrap's seed.
 
-    A run records it as a dict (``res["config"]``: ``dataclasses.asdict``)."""
+    A run records it as a dict (``res.config``: ``dataclasses.asdict``)."""
 
     network: str
     test_episodes: int
@@ -91,6 +94,76 @@ PRUNING_EXPERIMENT = {
     "paper": PruningExperimentConfig(network="paper", test_episodes=4096, n_bootstrap=2000),
     "quick": PruningExperimentConfig(network="quick", test_episodes=2048, n_bootstrap=1000),
 }
+
+
+@dataclass(kw_only=True)
+class PrunedNetwork:
+    """The trained network with the heads ``heads`` removed (no retraining), per evaluation set
+    ({set: value}): its ``accuracy`` (%), the ``drop`` from the unpruned network (points; positive = worse)
+    and the drop's paired standard error ``drop_se`` over the same episodes."""
+
+    heads: list[str]
+    accuracy: dict[str, float]
+    drop: dict[str, float]
+    drop_se: dict[str, float]
+
+
+@dataclass(kw_only=True)
+class RankCorrelation:
+    """Spearman's rho between head scores and single-head in-distribution drops, with its bootstrap 95%
+    interval ``ci95`` over ``n_boot`` resamples of the episodes."""
+
+    rho: float
+    ci95: list[float]
+    n_boot: int
+
+
+@dataclass(kw_only=True)
+class PruningResult:
+    """Everything :func:`run_pruning` computes, live or reloaded from its results folder (the same type:
+    :func:`pruning_summary` writes it, :func:`read_pruning_run` reads it back).
+
+    Heads are named "(layer)head", 1-based (:func:`head_name`); sets are "test" (Omniglot meta-test),
+    "MNIST" and "FashionMNIST" (:data:`EVAL_SETS`).  ``scores`` are the theory's normalised head scores at
+    ``N = 10``, ``tau = 0.5`` (T§14.1) and ``order`` the heads by ascending score; ``singles``,
+    ``combinations`` (from the scores: "2 lowest", ...), ``reference_combinations`` (the reference's literal
+    heads) and ``pairs`` (every pair) are :class:`PrunedNetwork` results; ``theory_side`` ({head: {set:
+    drop}}) silences heads in the theory instead; ``stability`` (n_tau, n_width) is the rank correlation of
+    the ranking at every grid point with the panel's; ``spearman`` ({"theory", "magnitude"}:
+    :class:`RankCorrelation`).  ``F`` ({set: (n_episodes, n_paths)}) and ``y`` ({set: (n_episodes,)}) are
+    the per-path outputs and targets every pruned network is computed from.  ``claims`` (C1-C6),
+    ``wall_seconds`` and ``provenance`` exist once the result is written (``None`` on a live result).
+    """
+
+    scale: str
+    config: dict
+    network_record: dict
+    n_episodes: dict[str, int]
+    unpruned: dict[str, float]
+    scores: dict[str, float]
+    scores_selected_tau: dict
+    magnitude: dict[str, float]
+    order: list[str]
+    singles: dict[str, PrunedNetwork]
+    combinations: dict[str, PrunedNetwork]
+    reference_combinations: dict[str, PrunedNetwork]
+    pairs: dict[str, PrunedNetwork]
+    theory_side: dict[str, dict[str, float]]
+    stability: np.ndarray
+    widths: list
+    taus: list
+    spearman: dict[str, RankCorrelation] = field(default_factory=dict)
+    F: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    y: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    claims: list[dict] | None = None
+    wall_seconds: float | None = None
+    provenance: dict | None = None
+
+
+# what a results folder's summary.json holds besides the fields (F and y go to arrays.npz)
+_ARRAYS, _WRITTEN = ("F", "y"), ("claims", "wall_seconds", "provenance")
+_NESTED = {f: PrunedNetwork for f in ("singles", "combinations", "reference_combinations", "pairs")}
+_NESTED["spearman"] = RankCorrelation
 
 
 def head_name(head) -> str:
@@ -211,7 +284,7 @@ def theory_side_drops(U, data, tau: float, sets=EVAL_SETS) -> dict:
     return out
 
 
-def spearman_with_ci(scores, per_episode: dict, c_full, n_boot: int, seed: int) -> dict:
+def spearman_with_ci(scores, per_episode: dict, c_full, n_boot: int, seed: int) -> RankCorrelation:
     """Spearman correlation between head scores [8] and single-head drops, with a bootstrap 95% interval.
 
     ``per_episode`` maps head labels to the pruned network's per-episode correctness; the bootstrap
@@ -229,7 +302,7 @@ def spearman_with_ci(scores, per_episode: dict, c_full, n_boot: int, seed: int) 
         if np.isfinite(r):
             boots.append(r)
     lo, hi = np.percentile(boots, [2.5, 97.5])
-    return {"rho": rho, "ci95": [float(lo), float(hi)], "n_boot": len(boots)}
+    return RankCorrelation(rho=rho, ci95=[float(lo), float(hi)], n_boot=len(boots))
 
 
 def score_stability(grid_U, widths, taus, ref: tuple[int, int]) -> np.ndarray:
@@ -244,17 +317,17 @@ def score_stability(grid_U, widths, taus, ref: tuple[int, int]) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------ the run
-def _pruned_accuracy(pruned, F: dict, y: dict, full: dict) -> tuple[dict, dict]:
+def _pruned_accuracy(pruned, F: dict, y: dict, full: dict) -> tuple[PrunedNetwork, dict]:
     """Accuracy and drop (with its paired standard error) of the network with the heads ``pruned`` silenced, on
     every set; and the per-episode correctness."""
     per = {s: correct(pruned_outputs(F[s], pruned), y[s]) for s in F}
     drop = {s: drop_with_error(full[s], per[s]) for s in F}
-    return {
-        "heads": [head_name(h) for h in pruned],
-        "accuracy": {s: 100.0 * float(per[s].mean()) for s in F},
-        "drop": {s: d[0] for s, d in drop.items()},
-        "drop_se": {s: d[1] for s, d in drop.items()},
-    }, per
+    return PrunedNetwork(
+        heads=[head_name(h) for h in pruned],
+        accuracy={s: 100.0 * float(per[s].mean()) for s in F},
+        drop={s: d[0] for s, d in drop.items()},
+        drop_se={s: d[1] for s, d in drop.items()},
+    ), per
 
 
 def _selected_tau_scores(theory: dict, i_n: int) -> dict:
@@ -277,7 +350,7 @@ def run_pruning(
     progress: bool = False,
     net=None,
     record: dict | None = None,
-) -> dict:
+) -> PruningResult:
     """Scores, network-side and theory-side pruning, baselines and their statistics (spec §C).
 
     ``theory`` is a result of :func:`attention_paths.tasks.oneshot.run_oneshot` (computed here, without sampling,
@@ -315,52 +388,50 @@ def run_pruning(
     }
     mag = magnitude_scores(net)
     i_t, i_n = list(theory["grid"]["taus"]).index(tc["panel_tau"]), list(theory["grid"]["widths"]).index(tc["panel_N"])
-    res = {
-        "scale": scale,
-        "config": cfg,
-        "network_record": {k: rec.get(k) for k in ("source", "sha256")},
-        "n_episodes": {s: int(len(y[s])) for s in sets},
-        "unpruned": {s: 100.0 * float(full[s].mean()) for s in sets},
-        "scores": {head_name(h): float(scores[h[0]][h[1]]) for h in ALL_HEADS},
-        "scores_selected_tau": _selected_tau_scores(theory, i_n),
-        "magnitude": {head_name(h): float(mag[h[0]][h[1]]) for h in ALL_HEADS},
-        "order": [head_name(h) for h in score_order(scores)],
-        "singles": singles,
-        "combinations": combos,
-        "reference_combinations": reference,
-        "pairs": pairs,
-        "theory_side": theory_side_drops(theory["panel"]["U"], theory["data"], tc["panel_tau"]),
-        "stability": score_stability(theory["grid"]["U"], theory["grid"]["widths"], theory["grid"]["taus"], (i_t, i_n)),
-        "widths": theory["grid"]["widths"],
-        "taus": theory["grid"]["taus"],
-        "F": F,
-        "y": y,
-    }
-    res["spearman"] = {
-        "theory": spearman_with_ci(scores, per_single, full["test"], cfg["n_bootstrap"], cfg["seed"]),
-        "magnitude": spearman_with_ci(mag, per_single, full["test"], cfg["n_bootstrap"], cfg["seed"]),
-    }
-    return res
-
-
-# ------------------------------------------------------------------------------------------ claims
-def _drops(res: dict) -> dict:
-    """In-distribution accuracy drop (points) of pruning each head alone."""
-    return {k: v["drop"]["test"] for k, v in res["singles"].items()}
-
-
-def _c1(res: dict) -> tuple[bool, str]:
-    sp = res["spearman"]["theory"]
-    return (
-        sp["rho"] > 0,
-        f"Spearman(score, in-distribution drop) = {sp['rho']:.2f}, bootstrap 95% interval "
-        f"[{sp['ci95'][0]:.2f}, {sp['ci95'][1]:.2f}]; magnitude baseline "
-        f"{res['spearman']['magnitude']['rho']:.2f}",
+    return PruningResult(
+        scale=scale,
+        config=cfg,
+        network_record={k: rec.get(k) for k in ("source", "sha256")},
+        n_episodes={s: int(len(y[s])) for s in sets},
+        unpruned={s: 100.0 * float(full[s].mean()) for s in sets},
+        scores={head_name(h): float(scores[h[0]][h[1]]) for h in ALL_HEADS},
+        scores_selected_tau=_selected_tau_scores(theory, i_n),
+        magnitude={head_name(h): float(mag[h[0]][h[1]]) for h in ALL_HEADS},
+        order=[head_name(h) for h in score_order(scores)],
+        singles=singles,
+        combinations=combos,
+        reference_combinations=reference,
+        pairs=pairs,
+        theory_side=theory_side_drops(theory["panel"]["U"], theory["data"], tc["panel_tau"]),
+        stability=score_stability(theory["grid"]["U"], theory["grid"]["widths"], theory["grid"]["taus"], (i_t, i_n)),
+        widths=theory["grid"]["widths"],
+        taus=theory["grid"]["taus"],
+        spearman={
+            "theory": spearman_with_ci(scores, per_single, full["test"], cfg["n_bootstrap"], cfg["seed"]),
+            "magnitude": spearman_with_ci(mag, per_single, full["test"], cfg["n_bootstrap"], cfg["seed"]),
+        },
+        F=F,
+        y=y,
     )
 
 
-def _c2(res: dict) -> tuple[bool, str]:
-    order, d = res["order"], _drops(res)
+# ------------------------------------------------------------------------------------------ claims
+def _drops(res: PruningResult) -> dict:
+    """In-distribution accuracy drop (points) of pruning each head alone."""
+    return {k: v.drop["test"] for k, v in res.singles.items()}
+
+
+def _c1(res: PruningResult) -> tuple[bool, str]:
+    sp = res.spearman["theory"]
+    return (
+        sp.rho > 0,
+        f"Spearman(score, in-distribution drop) = {sp.rho:.2f}, bootstrap 95% interval "
+        f"[{sp.ci95[0]:.2f}, {sp.ci95[1]:.2f}]; magnitude baseline {res.spearman['magnitude'].rho:.2f}",
+    )
+
+
+def _c2(res: PruningResult) -> tuple[bool, str]:
+    order, d = res.order, _drops(res)
     low, high = order[:2], order[-2:]
     return (
         max(d[k] for k in low) < min(d[k] for k in high),
@@ -368,42 +439,43 @@ def _c2(res: dict) -> tuple[bool, str]:
     )
 
 
-def _c3(res: dict) -> tuple[bool, str]:
-    c = res["combinations"]["2 lowest"]
+def _c3(res: PruningResult) -> tuple[bool, str]:
+    c = res.combinations["2 lowest"]
+    d, se = c.drop, c.drop_se
     return (
-        c["drop"]["test"] <= 3.0,
-        f"heads {', '.join(c['heads'])}: drop test {c['drop']['test']:+.1f} ± {c['drop_se']['test']:.1f}, "
-        f"MNIST {c['drop']['MNIST']:+.1f} ± {c['drop_se']['MNIST']:.1f}, FashionMNIST "
-        f"{c['drop']['FashionMNIST']:+.1f} ± {c['drop_se']['FashionMNIST']:.1f} points",
+        d["test"] <= 3.0,
+        f"heads {', '.join(c.heads)}: drop test {d['test']:+.1f} ± {se['test']:.1f}, "
+        f"MNIST {d['MNIST']:+.1f} ± {se['MNIST']:.1f}, FashionMNIST "
+        f"{d['FashionMNIST']:+.1f} ± {se['FashionMNIST']:.1f} points",
     )
 
 
-def _c3_ood(res: dict) -> tuple[bool, str]:
-    c = res["combinations"]["2 lowest"]
+def _c3_ood(res: PruningResult) -> tuple[bool, str]:
+    c = res.combinations["2 lowest"]
     return (
-        c["drop"]["FashionMNIST"] <= 0.0,
-        f"FashionMNIST drop {c['drop']['FashionMNIST']:+.1f} ± {c['drop_se']['FashionMNIST']:.1f} points",
+        c.drop["FashionMNIST"] <= 0.0,
+        f"FashionMNIST drop {c.drop['FashionMNIST']:+.1f} ± {c.drop_se['FashionMNIST']:.1f} points",
     )
 
 
-def _c5(res: dict) -> tuple[bool, str]:
-    sp, c = res["spearman"]["theory"], res["combinations"]["2 lowest"]
-    pair = np.array([e["drop"]["test"] for e in res["pairs"].values()])
-    mag = res["spearman"]["magnitude"]["rho"]
+def _c5(res: PruningResult) -> tuple[bool, str]:
+    sp, c = res.spearman["theory"], res.combinations["2 lowest"]
+    pair = np.array([e.drop["test"] for e in res.pairs.values()])
+    mag = res.spearman["magnitude"].rho
     return (
-        sp["rho"] > mag and c["drop"]["test"] < np.median(pair),
-        f"Spearman theory {sp['rho']:.2f} vs magnitude {mag:.2f}; two lowest {c['drop']['test']:+.1f} vs median "
+        sp.rho > mag and c.drop["test"] < np.median(pair),
+        f"Spearman theory {sp.rho:.2f} vs magnitude {mag:.2f}; two lowest {c.drop['test']:+.1f} vs median "
         f"random pair {np.median(pair):+.1f} points",
     )
 
 
-def _c6(res: dict) -> tuple[bool, str]:
-    stab = np.asarray(res["stability"])
+def _c6(res: PruningResult) -> tuple[bool, str]:
+    stab = np.asarray(res.stability)
     return stab.min() > 0, f"smallest Spearman correlation over the grid {stab.min():.2f}, median {np.median(stab):.2f}"
 
 
-def _c4(res: dict) -> tuple[bool, str]:
-    th, d = res["theory_side"], _drops(res)
+def _c4(res: PruningResult) -> tuple[bool, str]:
+    th, d = res.theory_side, _drops(res)
     labels = list(d)
     rho = float(spearmanr([th[k]["test"] for k in labels], [d[k] for k in labels]).statistic)
     return rho > 0, f"Spearman(theory-side drop, network-side drop) = {rho:.2f}"
@@ -436,7 +508,7 @@ PRUNING_CLAIMS = (
 )
 
 
-def pruning_claims(res: dict) -> list[dict]:
+def pruning_claims(res: PruningResult) -> list[dict]:
     """Claims C1-C4 of spec §C.5 on the numbers of :func:`run_pruning`.
 
     Thresholds: C1 "positively associated" = Spearman(score, in-distribution drop) > 0; C2 = each of the two
@@ -452,24 +524,34 @@ def pruning_claims(res: dict) -> list[dict]:
     return check_table(PRUNING_CLAIMS, res)
 
 
-def pruning_summary(res: dict) -> tuple[dict, dict]:
-    """``(summary, arrays)`` for ``summary.json`` / ``arrays.npz``."""
-    skip = ("F", "y")
-    summary = {k: v for k, v in res.items() if k not in skip}
+def _plain(value):
+    """A field's value as it is written to summary.json (dataclasses as dicts)."""
+    if isinstance(value, dict):
+        return {k: asdict(v) if isinstance(v, (PrunedNetwork, RankCorrelation)) else v for k, v in value.items()}
+    return value
+
+
+def pruning_summary(res: PruningResult) -> tuple[dict, dict]:
+    """``(summary, arrays)`` for ``summary.json`` / ``arrays.npz``: every field but the per-path outputs
+    ``F`` and targets ``y`` (the arrays), then ``experiment`` and the claims (:func:`pruning_claims`)."""
+    summary = {f.name: _plain(getattr(res, f.name)) for f in fields(res) if f.name not in _ARRAYS + _WRITTEN}
     summary["experiment"] = "pruning"
     summary["claims"] = pruning_claims(res)
-    arrays = {f"F_{s}": F for s, F in res["F"].items()} | {f"y_{s}": y for s, y in res["y"].items()}
+    arrays = {f"F_{s}": F for s, F in res.F.items()} | {f"y_{s}": y for s, y in res.y.items()}
     return summary, arrays
 
 
-def read_pruning_run(folder, summary: dict, arrays: dict) -> dict:
-    """The reloaded results folder of :func:`pruning_summary` (read by ``runs.experiments.load_run``): the
-    summary with its arrays under ``summary["arrays"]``, checked against it (the path features and targets of
-    every set, the heads named by the order, scores and single-head drops, the unpruned accuracies)."""
+def read_pruning_run(folder, summary: dict, arrays: dict) -> PruningResult:
+    """The :class:`PruningResult` of a results folder written from :func:`pruning_summary` (read by
+    ``runs.experiments.load_run``), checked against its summary (the path features and targets of every
+    set, the heads named by the order, scores and single-head drops, the unpruned accuracies)."""
+    names = {f.name for f in fields(PruningResult)}
     missing = [k for k in ("order", "scores", "singles", "combinations", "spearman", "claims") if k not in summary]
     if missing:
         raise ValueError(f"{folder}/summary.json lacks {missing}")
-    summary["arrays"] = arrays
+    unknown = sorted(set(summary) - names - {"format", "experiment"})
+    if unknown:
+        validate.refuse(folder, f"summary.json holds fields a pruning result does not have: {unknown}")
     for s_name, n in summary["n_episodes"].items():
         F = arrays.get(f"F_{s_name}")
         if F is None or F.shape != (n, int(np.prod(HEADS))):
@@ -479,48 +561,53 @@ def read_pruning_run(folder, summary: dict, arrays: dict) -> dict:
         if not np.isin(y, (-1.0, 1.0)).all():
             validate.refuse(folder, f"y_{s_name} holds targets other than -1 and +1")
     heads = sorted(head_name(h) for h in ALL_HEADS)
-    for what, names in (
+    for what, names_ in (
         ("order", summary["order"]),
         ("scores", list(summary["scores"])),
         ("singles", list(summary["singles"])),
     ):
-        if sorted(names) != heads:
-            validate.refuse(folder, f"the {what} name the heads {names}, the network's are {heads}")
+        if sorted(names_) != heads:
+            validate.refuse(folder, f"the {what} name the heads {names_}, the network's are {heads}")
     validate.accuracies(folder, "unpruned accuracy", list(summary["unpruned"].values()))
-    return summary
+    kw = {k: v for k, v in summary.items() if k in names}
+    kw["stability"] = np.asarray(summary["stability"], float)
+    for k, cls in _NESTED.items():
+        kw[k] = {name: cls(**v) for name, v in summary[k].items()}
+    kw["F"] = {s_name: arrays[f"F_{s_name}"] for s_name in summary["n_episodes"]}
+    kw["y"] = {s_name: arrays[f"y_{s_name}"] for s_name in summary["n_episodes"]}
+    return PruningResult(**kw)
 
 
 # ------------------------------------------------------------------------------------------ tables
-def format_statistics(res: dict) -> str:
+def format_statistics(res: PruningResult) -> str:
     """The statistics behind claims C1, C5 and C6 as text: Spearman(score, drop) with bootstrap intervals for
     the theory and the magnitude scores, the two lowest-scoring heads against all pairs of heads, the two
     smallest heads by value-weight norm, and the ranking at the validation-selected temperature."""
     lines = []
-    for name, r in res["spearman"].items():
+    for name, r in res.spearman.items():
         lines.append(
-            f"Spearman(score, drop), {name:>9} score: {r['rho']:+.2f}, 95% interval "
-            f"[{r['ci95'][0]:+.2f}, {r['ci95'][1]:+.2f}]"
+            f"Spearman(score, drop), {name:>9} score: {r.rho:+.2f}, 95% interval [{r.ci95[0]:+.2f}, {r.ci95[1]:+.2f}]"
         )
-    n_boot = sorted({r["n_boot"] for r in res["spearman"].values()})
+    n_boot = sorted({r.n_boot for r in res.spearman.values()})
     lines.append(f"(bootstrap intervals: {', '.join(map(str, n_boot))} resamples of the episodes)")
-    pairs = res["pairs"]
-    pair_drops = np.array([e["drop"]["test"] for e in pairs.values()])
-    two = res["combinations"]["2 lowest"]
+    pairs = res.pairs
+    pair_drops = np.array([e.drop["test"] for e in pairs.values()])
+    two = res.combinations["2 lowest"]
     lines.append(
         f"all {len(pairs)} pairs of heads: drop {pair_drops.mean():.1f} points on average, median "
-        f"{np.median(pair_drops):.1f}; the two lowest-scoring heads {','.join(two['heads'])}: "
-        f"{two['drop']['test']:+.1f} ± {two['drop_se']['test']:.1f} "
-        f"(rank {int((pair_drops < two['drop']['test']).sum()) + 1} of {len(pairs)})"
+        f"{np.median(pair_drops):.1f}; the two lowest-scoring heads {','.join(two.heads)}: "
+        f"{two.drop['test']:+.1f} ± {two.drop_se['test']:.1f} "
+        f"(rank {int((pair_drops < two.drop['test']).sum()) + 1} of {len(pairs)})"
     )
     mag = score_order(
-        [np.array([res["magnitude"][head_name((l, h))] for h in range(HEADS[l])]) for l in range(len(HEADS))]
+        [np.array([res.magnitude[head_name((l, h))] for h in range(HEADS[l])]) for l in range(len(HEADS))]
     )
     mag_two = ",".join(head_name(h) for h in sorted(mag[:2]))
-    drop = pairs.get(mag_two, {"drop": {"test": float("nan")}})["drop"]["test"]
+    drop = pairs[mag_two].drop["test"] if mag_two in pairs else float("nan")
     lines.append(f"the two smallest heads by value-weight norm, {mag_two}: drop {drop:+.1f} points")
-    sel = res["scores_selected_tau"]
-    labels = list(res["scores"])
-    rho = spearmanr([res["scores"][k] for k in labels], [sel[k] for k in labels]).statistic
+    sel = res.scores_selected_tau
+    labels = list(res.scores)
+    rho = spearmanr([res.scores[k] for k in labels], [sel[k] for k in labels]).statistic
     lines.append(
         f"scores at N = 10 and the validation-selected temperature tau = {sel['tau']:g} rank the heads "
         f"with Spearman {rho:.2f} against the tau = 0.5 scores"
@@ -528,31 +615,31 @@ def format_statistics(res: dict) -> str:
     return "\n".join(textwrap.fill(line, 80, subsequent_indent="    ", break_on_hyphens=False) for line in lines)
 
 
-def format_table(res: dict) -> str:
+def format_table(res: PruningResult) -> str:
     """Accuracy and drop (± paired standard error) of every pruned network, in and out of distribution."""
     groups = [
         (
             "single heads (drop in points ± s.e.), by ascending score:",
-            [(f"  {k} (score {res['scores'][k]:.2f})", res["singles"][k]) for k in res["order"]],
+            [(f"  {k} (score {res.scores[k]:.2f})", res.singles[k]) for k in res.order],
         ),
         (
             "combinations from this network's scores:",
-            [(f"  {name}: {','.join(e['heads'])}", e) for name, e in res["combinations"].items()],
+            [(f"  {name}: {','.join(e.heads)}", e) for name, e in res.combinations.items()],
         ),
         (
             "the reference's literal combinations (its own network's heads):",
-            [(f"  {name} = {','.join(e['heads'])}", e) for name, e in res["reference_combinations"].items()],
+            [(f"  {name} = {','.join(e.heads)}", e) for name, e in res.reference_combinations.items()],
         ),
     ]
     # the label column as wide as its longest label, so that the table fits 80 columns
     w = max(len(label) for _, rows in groups for label, _ in rows) + 1
     lines = [
         f"{'pruned heads':<{w}}" + "".join(f"{s:>13}" for s in EVAL_SETS),
-        f"{'none (unpruned)':<{w}}" + "".join(f"{res['unpruned'][s]:>13.1f}" for s in EVAL_SETS),
+        f"{'none (unpruned)':<{w}}" + "".join(f"{res.unpruned[s]:>13.1f}" for s in EVAL_SETS),
     ]
     for title, rows in groups:
         lines.append(title)
         for label, e in rows:
-            cells = "".join(f"{e['drop'][s]:>+8.1f} ±{e['drop_se'][s]:3.1f}" for s in EVAL_SETS)
+            cells = "".join(f"{e.drop[s]:>+8.1f} ±{e.drop_se[s]:3.1f}" for s in EVAL_SETS)
             lines.append(f"{label:<{w}}{cells}")
     return "\n".join(lines)
