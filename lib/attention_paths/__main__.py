@@ -131,7 +131,7 @@ def _theory_arguments(parser) -> None:
     )
     g.add_argument(
         "--sampler",
-        choices=["rao-blackwell", "full"],
+        choices=["rao-blackwell", "full"],  # sampling.SAMPLER_KINDS, spelt out: --help must not import JAX (tested)
         default=None,
         help="omniglot-theory, reproduce: posterior sampler (default: the scale's; paper: full-weight "
         "NUTS, quick: Rao-Blackwellised)",
