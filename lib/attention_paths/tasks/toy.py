@@ -9,7 +9,7 @@ architecture at large width (a "teacher"), so the task is realisable and path-st
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
@@ -22,8 +22,8 @@ from attention_paths.theory.attention import WFormHeads, readout_vector
 from attention_paths.theory.kernels import PathKernel, gp_kernel, renormalized_kernel
 from attention_paths.theory.network import AttentionPathNetwork
 from attention_paths.theory.paths import path_features, path_inputs
-from attention_paths.theory.predictor import kernel_alignment, predict
-from attention_paths.theory.solver import solve_continuation
+from attention_paths.theory.predictor import Prediction, kernel_alignment, predict
+from attention_paths.theory.solver import SolveResult, solve_continuation
 
 __all__ = [
     "random_wform_layers",
@@ -31,10 +31,14 @@ __all__ = [
     "make_toy_problem",
     "TheoryDemoConfig",
     "THEORY_DEMO",
+    "TheoryDemoResult",
     "theory_demo",
     "theory_summary",
     "PosteriorCheckConfig",
     "POSTERIOR_CHECK",
+    "SampleAgreement",
+    "PosteriorCheckRow",
+    "PosteriorCheckResult",
     "posterior_check",
     "posterior_summary",
 ]
@@ -151,12 +155,42 @@ THEORY_DEMO = {
 }
 
 
-def theory_demo(scale: str | None = None, progress: bool = False) -> dict:
-    """Width sweep of the order parameter on the Theory chapter's toy problem.
+@dataclass(kw_only=True)
+class TheoryDemoResult:
+    """The Theory chapter's width sweep (:func:`theory_demo`); per-width arrays are in ``widths`` order,
+    largest first (the continuation order), with ``Pi`` paths and ``P`` training examples.
 
-    Returns a dict with the configuration, the problem, the solver results (largest width first),
-    accuracies, deviations from the GP point and the kernels at the smallest non-trivial width.
-    """
+    ``results``: the solver's :class:`~attention_paths.theory.solver.SolveResult` per width; ``U`` (n_width,
+    Pi, Pi); ``deviation`` = max ``|U - I|``; test ``accuracy`` (%) and ``gen_error`` of the mean predictor,
+    and the GP limit's (``gp_accuracy``, ``gp_gen_error``); the solver's final ``grad_max``,
+    ``hessian_min_eig`` and ``n_iter``; ``K_gp`` and ``K_renorm`` (P, P): the GP kernel and the renormalised
+    one at ``N = 10``, and their ``alignment_*`` (label overlaps of the first 20 eigenvectors)."""
+
+    scale: str
+    config: dict
+    problem: ToyProblem
+    results: list[SolveResult]
+    widths: np.ndarray
+    U: np.ndarray
+    deviation: np.ndarray
+    accuracy: np.ndarray
+    gen_error: np.ndarray
+    gp_accuracy: float
+    gp_gen_error: float
+    grad_max: np.ndarray
+    hessian_min_eig: np.ndarray
+    n_iter: np.ndarray
+    solve_seconds: float
+    K_gp: np.ndarray
+    K_renorm: np.ndarray
+    alignment_gp: np.ndarray
+    alignment_renorm: np.ndarray
+
+
+def theory_demo(scale: str | None = None, progress: bool = False) -> TheoryDemoResult:
+    """Width sweep of the order parameter on the Theory chapter's toy problem (:class:`TheoryDemoResult`):
+    the solver results (largest width first), accuracies, deviations from the GP point and the kernels at
+    the smallest non-trivial width."""
     scale = get_scale(scale)
     cfg = THEORY_DEMO[scale]
     tau, widths, heads = cfg.tau, cfg.widths, cfg.heads
@@ -171,29 +205,30 @@ def theory_demo(scale: str | None = None, progress: bool = False) -> dict:
     Pi = kernel.n_paths
     gp_pred = predict(np.eye(Pi), prob.features_train, prob.y_train, tau, prob.features_test)
     preds = [predict(r.U, prob.features_train, prob.y_train, tau, prob.features_test) for r in results]
-    out = {
-        "scale": scale,
-        "config": asdict(cfg),
-        "problem": prob,
-        "results": results,
-        "widths": np.array(widths, dtype=float),
-        "U": np.array([r.U for r in results]),
-        "deviation": np.array([np.abs(r.U - np.eye(Pi)).max() for r in results]),
-        "accuracy": np.array([p.accuracy(prob.y_test) for p in preds]),
-        "gen_error": np.array([p.generalization_error(prob.y_test) for p in preds]),
-        "gp_accuracy": gp_pred.accuracy(prob.y_test),
-        "gp_gen_error": gp_pred.generalization_error(prob.y_test),
-        "grad_max": np.array([r.grad_max for r in results]),
-        "hessian_min_eig": np.array([r.hessian_min_eig for r in results]),
-        "n_iter": np.array([r.n_iter for r in results]),
-        "solve_seconds": solve_seconds,
-    }
     i10 = list(widths).index(10)
-    out["K_gp"] = gp_kernel(prob.features_train)
-    out["K_renorm"] = renormalized_kernel(results[i10].U, prob.features_train)
-    out["alignment_gp"] = kernel_alignment(out["K_gp"], prob.y_train, k=20)
-    out["alignment_renorm"] = kernel_alignment(out["K_renorm"], prob.y_train, k=20)
-    return out
+    K_gp = gp_kernel(prob.features_train)
+    K_renorm = renormalized_kernel(results[i10].U, prob.features_train)
+    return TheoryDemoResult(
+        scale=scale,
+        config=asdict(cfg),
+        problem=prob,
+        results=results,
+        widths=np.array(widths, dtype=float),
+        U=np.array([r.U for r in results]),
+        deviation=np.array([np.abs(r.U - np.eye(Pi)).max() for r in results]),
+        accuracy=np.array([p.accuracy(prob.y_test) for p in preds]),
+        gen_error=np.array([p.generalization_error(prob.y_test) for p in preds]),
+        gp_accuracy=gp_pred.accuracy(prob.y_test),
+        gp_gen_error=gp_pred.generalization_error(prob.y_test),
+        grad_max=np.array([r.grad_max for r in results]),
+        hessian_min_eig=np.array([r.hessian_min_eig for r in results]),
+        n_iter=np.array([r.n_iter for r in results]),
+        solve_seconds=solve_seconds,
+        K_gp=K_gp,
+        K_renorm=K_renorm,
+        alignment_gp=kernel_alignment(K_gp, prob.y_train, k=20),
+        alignment_renorm=kernel_alignment(K_renorm, prob.y_train, k=20),
+    )
 
 
 @dataclass(frozen=True)
@@ -229,15 +264,51 @@ POSTERIOR_CHECK = {
 }
 
 
-def posterior_check(scale: str | None = None, progress: bool = False) -> dict:
+@dataclass(kw_only=True)
+class SampleAgreement:
+    """One sampler's run against the theory at one width: ``dU`` = max ``|U_hat - U*|``, and the RMS gaps
+    of the sampled predictive mean to the theory's (``rms_theory``) and the GP limit's (``rms_gp``)."""
+
+    dU: float
+    rms_theory: float
+    rms_gp: float
+
+
+@dataclass(kw_only=True)
+class PosteriorCheckRow:
+    """One width of :func:`posterior_check`: ``N``, ``P = alpha N``, the theory's ``U_theory`` (Pi, Pi) and
+    ``solve`` result, the test-set ``theory`` and ``gp`` predictions, ``samples`` and ``agreement`` per
+    sampler kind (``sampling.SAMPLER_KINDS``; the full-weight sampler only at the config's ``full_widths``)
+    and ``gp_dU`` = max ``|I - U*|``."""
+
+    N: int
+    P: int
+    U_theory: np.ndarray
+    theory: Prediction
+    gp: Prediction
+    solve: SolveResult
+    samples: dict = field(default_factory=dict)
+    agreement: dict[str, SampleAgreement] = field(default_factory=dict)
+    gp_dU: float = float("nan")
+
+
+@dataclass(kw_only=True)
+class PosteriorCheckResult:
+    """:func:`posterior_check`: the configuration, the problem at the largest width (every width trains on
+    its first ``alpha N`` examples) and one :class:`PosteriorCheckRow` per width."""
+
+    scale: str
+    config: dict
+    problem: ToyProblem
+    rows: list[PosteriorCheckRow]
+
+
+def posterior_check(scale: str | None = None, progress: bool = False) -> PosteriorCheckResult:
     """Theory against posterior sampling on the spec's toy problem at fixed load ``alpha = P/N`` (T§16.3).
 
     For every width ``N`` the first ``P = alpha N`` examples of one seeded teacher problem are the training
     set; the theory is solved, the Rao-Blackwellised sampler runs at every width and the full-weight
-    sampler at ``full_widths``.  Returns per-width rows: the order parameters, predictor means and variances
-    (theory, GP), ``samples`` (``{kind: PosteriorSamples}``, ``kind`` in ``sampling.SAMPLER_KINDS``) and
-    ``agreement`` (``{kind: {"dU", "rms_theory", "rms_gp"}}``: max ``|U_hat - U|`` and the RMS gaps of the
-    sampled mean to the theory's and the GP's).
+    sampler at ``full_widths`` (:class:`PosteriorCheckResult`, one :class:`PosteriorCheckRow` per width).
     """
     scale = get_scale(scale)
     cfg = POSTERIOR_CHECK[scale]
@@ -262,8 +333,7 @@ def posterior_check(scale: str | None = None, progress: bool = False) -> dict:
         theory = solve_continuation([Action(PathKernel(prob.features_train), prob.y_train, tau, arch)])[0]
         th = predict(theory.U, prob.features_train, prob.y_train, tau, prob.features_test)
         gp = predict(np.eye(Pi), prob.features_train, prob.y_train, tau, prob.features_test)
-        row = {"N": N, "P": alpha * N, "U_theory": theory.U, "theory": th, "gp": gp, "solve": theory}
-        row["samples"], row["agreement"] = {}, {}
+        row = PosteriorCheckRow(N=N, P=alpha * N, U_theory=theory.U, theory=th, gp=gp, solve=theory)
         for kind in sampling.SAMPLER_KINDS:
             if kind == "rao-blackwell" or N in cfg.full_widths:
                 smp = sampling.sample(
@@ -277,51 +347,56 @@ def posterior_check(scale: str | None = None, progress: bool = False) -> dict:
                     config=sconf,
                     progress=progress,
                 )
-                row["samples"][kind] = smp
-                row["agreement"][kind] = {
-                    "dU": float(np.abs(smp.U_hat - theory.U).max()),
-                    "rms_theory": float(np.sqrt(np.mean((smp.predictive_mean - th.mean) ** 2))),
-                    "rms_gp": float(np.sqrt(np.mean((smp.predictive_mean - gp.mean) ** 2))),
-                }
-        row["gp_dU"] = float(np.abs(np.eye(Pi) - theory.U).max())
+                row.samples[kind] = smp
+                row.agreement[kind] = SampleAgreement(
+                    dU=float(np.abs(smp.U_hat - theory.U).max()),
+                    rms_theory=float(np.sqrt(np.mean((smp.predictive_mean - th.mean) ** 2))),
+                    rms_gp=float(np.sqrt(np.mean((smp.predictive_mean - gp.mean) ** 2))),
+                )
+        row.gp_dU = float(np.abs(np.eye(Pi) - theory.U).max())
         rows.append(row)
-    return {"scale": scale, "config": asdict(cfg), "problem": base, "rows": rows}
+    return PosteriorCheckResult(scale=scale, config=asdict(cfg), problem=base, rows=rows)
 
 
-def posterior_summary(res: dict) -> tuple[dict, dict]:
+def posterior_summary(res: PosteriorCheckResult) -> tuple[dict, dict]:
+    """``(summary, arrays)`` for ``summary.json`` / ``arrays.npz``: per width, accuracies and each sampler's
+    agreement and diagnostics; the order parameters and sampled means as arrays."""
     per_width, arrays = [], {}
-    for row in res["rows"]:
+    y_test = res.problem.y_test
+    for row in res.rows:
         entry = {
-            "N": row["N"],
-            "P": row["P"],
-            "max_abs_U_theory_minus_GP": row["gp_dU"],
-            "theory_accuracy": row["theory"].accuracy(res["problem"].y_test),
-            "gp_accuracy": row["gp"].accuracy(res["problem"].y_test),
+            "N": row.N,
+            "P": row.P,
+            "max_abs_U_theory_minus_GP": row.gp_dU,
+            "theory_accuracy": row.theory.accuracy(y_test),
+            "gp_accuracy": row.gp.accuracy(y_test),
         }
-        arrays[f"N{row['N']}_U_theory"] = row["U_theory"]
-        for kind, smp in row["samples"].items():
-            agree = row["agreement"][kind]
+        arrays[f"N{row.N}_U_theory"] = row.U_theory
+        for kind, smp in row.samples.items():
+            agree = row.agreement[kind]
             entry[kind] = {
-                "max_abs_Uhat_minus_theory": agree["dU"],
-                "rms_mean_gap_theory": agree["rms_theory"],
-                "rms_mean_gap_gp": agree["rms_gp"],
-                "accuracy": smp.accuracy(res["problem"].y_test),
+                "max_abs_Uhat_minus_theory": agree.dU,
+                "rms_mean_gap_theory": agree.rms_theory,
+                "rms_mean_gap_gp": agree.rms_gp,
+                "accuracy": smp.accuracy(y_test),
                 "wall_seconds": smp.wall_seconds,
                 "diagnostics": smp.diagnostics,
             }
-            arrays[f"N{row['N']}_U_{kind}"] = smp.U_hat
-            arrays[f"N{row['N']}_mean_{kind}"] = smp.predictive_mean
+            arrays[f"N{row.N}_U_{kind}"] = smp.U_hat
+            arrays[f"N{row.N}_mean_{kind}"] = smp.predictive_mean
         per_width.append(entry)
-    return {"experiment": "posterior", "scale": res["scale"], "config": res["config"], "per_width": per_width}, arrays
+    return {"experiment": "posterior", "scale": res.scale, "config": res.config, "per_width": per_width}, arrays
 
 
-def theory_summary(res: dict) -> tuple[dict, dict]:
+def theory_summary(res: TheoryDemoResult) -> tuple[dict, dict]:
+    """``(summary, arrays)`` for ``summary.json`` / ``arrays.npz``: per width, accuracy, deviation from the
+    GP point and the solver's checks; the sweep's arrays and kernels."""
     summary = {
         "experiment": "theory",
-        "scale": res["scale"],
-        "config": res["config"],
-        "gp_accuracy_percent": res["gp_accuracy"],
-        "gp_generalization_error": res["gp_gen_error"],
+        "scale": res.scale,
+        "config": res.config,
+        "gp_accuracy_percent": res.gp_accuracy,
+        "gp_generalization_error": res.gp_gen_error,
         "per_width": [
             {
                 "N": float(N),
@@ -333,19 +408,13 @@ def theory_summary(res: dict) -> tuple[dict, dict]:
                 "iterations": int(it),
             }
             for N, a, e, d, g, h, it in zip(
-                res["widths"],
-                res["accuracy"],
-                res["gen_error"],
-                res["deviation"],
-                res["grad_max"],
-                res["hessian_min_eig"],
-                res["n_iter"],
+                res.widths, res.accuracy, res.gen_error, res.deviation, res.grad_max, res.hessian_min_eig, res.n_iter
             )
         ],
-        "solve_seconds": res["solve_seconds"],
+        "solve_seconds": res.solve_seconds,
     }
     arrays = {
-        k: res[k]
+        k: getattr(res, k)
         for k in (
             "widths",
             "U",
