@@ -27,29 +27,47 @@ def pruning_run():
 
 def test_theory_run_is_the_paper_setting_on_the_committed_network(theory_run):
     run = theory_run
-    assert run["data"]["network_sha256"] == NETWORK_SHA
-    cfg, paper = run["config"], oneshot.ONESHOT_EXPERIMENT["paper"]
+    assert isinstance(run, oneshot.OneShotResult)
+    assert run.data_info["network_sha256"] == NETWORK_SHA
+    cfg, paper = run.config, oneshot.ONESHOT_EXPERIMENT["paper"]
     for key in ("P", "n_eval", "panel_N", "panel_tau"):
         assert cfg[key] == getattr(paper, key), key
-    assert [float(w) for w in run["widths"]] == list(paper.widths) and len(run["taus"]) == 10
-    assert run["solver"]["max_grad"] <= 1e-8  # every one of the 100 solves converged
-    assert all(run["network_accuracy"][s] > 50 for s in oneshot.EVAL_SETS)
+    assert [float(w) for w in run.widths] == list(paper.widths) and len(run.taus) == 10
+    assert run.solver["max_grad"] <= 1e-8  # every one of the 100 solves converged
+    assert all(run.network_accuracy[s] > 50 for s in oneshot.EVAL_SETS)
 
 
 def test_theory_run_sampling_meets_its_diagnostics(theory_run):
-    s = theory_run["sampled"]["10"]
-    d, sampler = s["diagnostics"], s["settings"]["sampler"]
-    assert s["kind"] == "full" and sampler["num_chains"] >= 4
+    s = theory_run.sampled[10]
+    d, sampler = s.diagnostics, s.settings["sampler"]
+    assert s.kind == "full" and sampler["num_chains"] >= 4
     assert d["rhat_U_max"] <= 1.05 and d["ess_bulk_U_min"] >= 100
     assert d["divergences"] <= 0.02 * sampler["num_chains"] * sampler["num_samples"]  # 25 of 2,000, reported
 
 
 def test_theory_run_paired_predictions_reproduce_its_selected_accuracies(theory_run):
     run = theory_run
-    sel = run["select"]["val"]
-    for s, c in oneshot.run_paired(run).items():
-        assert c["diff"] == pytest.approx(sel["theory"]["accuracy"][s][0] - sel["gp"]["accuracy"][s], abs=1e-9), s
-        assert c["n"] == run["config"]["n_eval"]
+    sel = run.select["val"]
+    for s, c in run.paired_by_set().items():
+        assert c["diff"] == pytest.approx(sel["theory"].accuracy[s][0] - sel["gp"].accuracy[s], abs=1e-9), s
+        assert c["n"] == run.config["n_eval"]
+
+
+def test_a_reloaded_theory_run_writes_back_the_summary_it_was_read_from(theory_run):
+    """Live and reloaded results are one type: summarising the reloaded run gives the committed summary
+    (claims recomputed from the reloaded numbers equal the stored ones) and the same arrays."""
+    import json
+
+    summary, arrays = oneshot.oneshot_summary(theory_run)
+    stored = json.loads((DATA / "omniglot-theory" / "paper-sizes-paper-network" / "summary.json").read_text())
+    for key in ("wall_seconds", "provenance", "format"):
+        stored.pop(key, None)
+    assert json.loads(json.dumps(summary, default=lambda a: a.tolist())) == stored
+    assert list(summary) == list(stored)  # the same fields, in the same order
+    stored_arrays = np.load(DATA / "omniglot-theory" / "paper-sizes-paper-network" / "arrays.npz")
+    assert sorted(arrays) == sorted(stored_arrays.files)
+    for k in arrays:
+        np.testing.assert_array_equal(arrays[k], stored_arrays[k])
 
 
 def test_pruning_run_recomputes_from_its_path_outputs(pruning_run):
@@ -226,3 +244,21 @@ def test_hmc_paper_run_is_complete_mixed_and_agrees_with_a_fresh_theory():
     sw = markov.theory_sweep(task, (10,), paper.tau)
     assert abs(sw["accuracy"][0] - ref["main"][0]["accuracy_percent"]) < 1e-9
     np.testing.assert_allclose(sw["U"][0], np.asarray(ref["main"][0]["U"]), atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["paper-sizes-quick-network", "paper-sizes-paper-seed1-network"])
+def test_every_committed_theory_run_reloads_and_writes_back_its_summary(name):
+    """Older runs too (the quick network's predates the recorded sampler kind, the edge scan and the paired
+    predictions): reloaded and summarised, each gives its committed summary back, the fields its format
+    lacked written empty."""
+    import json
+
+    folder = DATA / "omniglot-theory" / name
+    run = experiments.load_run(folder, "omniglot-theory")
+    summary, _ = oneshot.oneshot_summary(run)
+    stored = json.loads((folder / "summary.json").read_text())
+    for key in ("wall_seconds", "provenance", "format"):
+        stored.pop(key, None)
+    written = json.loads(json.dumps(summary, default=lambda a: a.tolist()))
+    assert {k: v for k, v in written.items() if k in stored} == stored
+    assert {k: written[k] for k in set(written) - set(stored)} in ({}, {"edge": None, "paired": {}})

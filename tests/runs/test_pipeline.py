@@ -205,8 +205,8 @@ def test_grid_columns_computed_apart_merge_into_the_full_grid():
     # the experiment accepts the merged grid and refuses one that does not cover the scale's grid
     res = osh.run_oneshot("quick", sample=False, data=data, grid=merged)
     ref = osh.run_oneshot("quick", sample=False, data=data)
-    assert res["select"]["val"]["theory"]["tau"].tolist() == ref["select"]["val"]["theory"]["tau"].tolist()
-    np.testing.assert_array_equal(res["panel"]["U"], ref["panel"]["U"])
+    assert res.select["val"]["theory"].tau.tolist() == ref.select["val"]["theory"].tau.tolist()
+    np.testing.assert_array_equal(res.panel.U, ref.panel.U)
     with pytest.raises(ValueError, match="covers"):
         osh.run_oneshot("quick", sample=False, data=data, grid=osh.merge_grids(parts[:2]))
 

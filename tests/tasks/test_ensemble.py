@@ -4,6 +4,7 @@ import json
 import math
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -32,23 +33,23 @@ def test_a_row_holds_the_committed_numbers_of_its_network():
         rec["accuracies"]["test"]["episodes"],
     )
     # theory - GP is the paired comparison of the committed per-episode predictions
-    n = theory["config"]["n_eval"]
+    n = theory.config["n_eval"]
     y = np.repeat([1.0, -1.0], n // 2)
     k = 1  # the test set is the second block (val, test, MNIST, FashionMNIST)
-    th = theory["arrays"]["paired_theory_mean"][k * n : (k + 1) * n]
-    gp = theory["arrays"]["paired_gp_mean"][k * n : (k + 1) * n]
+    th = theory.paired.theory[k * n : (k + 1) * n]
+    gp = theory.paired.gp[k * n : (k + 1) * n]
     d = (np.sign(th) == y).astype(float) - (np.sign(gp) == y).astype(float)
     assert row["theory_minus_gp"]["test"][0] == pytest.approx(100 * d.mean())
     assert row["theory_minus_gp"]["test"][1] == pytest.approx(100 * d.std(ddof=1) / math.sqrt(n))
     # and agrees with the selection tables' accuracies (theory at the smallest width minus the GP)
-    sel = theory["select"]["val"]
+    sel = theory.select["val"]
     assert row["theory_minus_gp"]["test"][0] == pytest.approx(
-        sel["theory"]["accuracy"]["test"][0] - sel["gp"]["accuracy"]["test"], abs=1e-9
+        sel["theory"].accuracy["test"][0] - sel["gp"].accuracy["test"], abs=1e-9
     )
     assert row["lowest"]["head"] == prune.order[0]
     assert row["two_lowest"]["heads"] == tuple(prune.order[:2])
     assert row["spearman"][0] == prune.spearman["theory"].rho
-    assert set(row["claims"]) == {c["id"] for c in theory["claims"]} | {c["id"] for c in prune.claims}
+    assert set(row["claims"]) == {c["id"] for c in theory.claims} | {c["id"] for c in prune.claims}
 
 
 def test_spread_and_tally_over_networks():
@@ -175,7 +176,7 @@ def test_limit_gaps_find_the_cell_farthest_from_the_gp_limit():
     gp = {s: np.full(3, 70.0) for s in ("val", "test")}
     grid["test"][0, -1], grid["test"][0, -2] = 64.0, 61.0  # far at the lowest temperature, closing with N
     grid["val"][2, -1] = 71.5  # the largest gap at any other temperature
-    run = {"widths": [10, 100, 1000, 5000], "taus": taus, "grid_accuracy": grid, "gp_grid_accuracy": gp}
+    run = SimpleNamespace(widths=[10, 100, 1000, 5000], taus=taus, grid_accuracy=grid, gp_grid_accuracy=gp)
     lim = ensemble.limit_gaps(run)
     assert lim["widths"] == [1000, 5000]
     assert lim["worst"] == ("test", 0.01, 6.0, 9.0)

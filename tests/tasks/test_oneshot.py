@@ -76,12 +76,13 @@ def test_edge_scan_and_paired_predictions_agree_with_the_grid_and_the_selection(
         assert edge["gp"][s][0] == pytest.approx(gp["accuracy"][s][0], abs=1e-9)
     assert edge["max_grad"] <= 1e-8
     res = osh.run_oneshot("quick", sample=False, data=data)
-    slices = res["slices"]
-    sel = res["select"]["val"]
+    slices = res.slices()
+    sel = res.select["val"]
     for s in osh.EVAL_SETS:  # the stored per-episode predictions are those of the selected temperatures
         sl, y = slices[s], data.y[s]
-        cmp = osh.paired_comparison(res["paired"]["theory"][sl], res["paired"]["gp"][sl], y)
-        assert cmp["diff"] == pytest.approx(sel["theory"]["accuracy"][s][0] - float(sel["gp"]["accuracy"][s]), abs=1e-9)
+        cmp = osh.paired_comparison(res.paired.theory[sl], res.paired.gp[sl], y)
+        assert cmp == res.paired_by_set()[s]
+        assert cmp["diff"] == pytest.approx(sel["theory"].accuracy[s][0] - float(sel["gp"].accuracy[s]), abs=1e-9)
         assert cmp["only_theory"] - cmp["only_gp"] == round(cmp["diff"] * cmp["n"] / 100) and cmp["n"] == len(y)
     xi = np.random.default_rng(3).standard_normal((5, 16, 192))  # the full-weight sampler's inputs
     np.testing.assert_allclose(ap.features_to_path_inputs(ap.path_features(xi)), xi, rtol=1e-13)
@@ -95,15 +96,27 @@ def test_edge_scan_and_paired_predictions_agree_with_the_grid_and_the_selection(
 def test_run_summary_round_trip_and_damaged_files(tmp_path):
     data = synthetic_oneshot_data(np.random.default_rng(1))
     res = osh.run_oneshot("quick", sample=False, data=data)
-    assert res["panel"]["U"].shape == (16, 16)
+    assert isinstance(res, osh.OneShotResult) and res.panel.U.shape == (16, 16)
     # the strong label paths (5 and 9: heads (1)2,(2)2 and (1)3,(2)2) get the largest diagonal entries
-    assert set(np.argsort(np.diag(res["panel"]["U"]))[-2:]) == {5, 9}
+    assert set(np.argsort(np.diag(res.panel.U))[-2:]) == {5, 9}
     summary, arrays = osh.oneshot_summary(res)
     assert {c["id"] for c in summary["claims"]} == {"I1", "I2-ID", "I2-MNIST", "I2-FMNIST", "I2-limit", "I5"}
     results.write(tmp_path, summary, arrays)
     back = experiments.load_run(tmp_path, "omniglot-theory")
-    np.testing.assert_array_equal(back["arrays"]["U"], res["grid"]["U"])
-    assert back["select"]["val"]["theory"]["tau"] == list(res["select"]["val"]["theory"]["tau"])
+    assert isinstance(back, osh.OneShotResult) and back.data is None  # the same type, without the features
+    np.testing.assert_array_equal(back.U, res.U)
+    np.testing.assert_array_equal(back.panel.U, res.panel.U)
+    for on in ("val", "test"):  # the reloaded selection finds the same grid indices
+        for k in ("theory", "gp"):
+            np.testing.assert_array_equal(back.select[on][k].index, res.select[on][k].index)
+            np.testing.assert_array_equal(back.select[on][k].tau, res.select[on][k].tau)
+    assert back.paired_by_set() == res.paired_by_set()
+    assert back.claims == summary["claims"] == osh.oneshot_claims(back)  # claims recomputed on the reloaded run
+    again, again_arrays = osh.oneshot_summary(back)
+    assert json.loads(json.dumps(again, default=lambda a: a.tolist())) == json.loads(
+        json.dumps(summary, default=lambda a: a.tolist())
+    )
+    assert sorted(again_arrays) == sorted(arrays)
     assert experiments.load_run(tmp_path / "nothing", "omniglot-theory") is None
     (tmp_path / "arrays.npz").write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="arrays.npz does not match the SHA-256"):
@@ -202,10 +215,10 @@ def test_full_weight_sampling_of_the_oneshot_theory():
     with warnings.catch_warnings(record=True):  # a deliberately short run: its diagnostics warnings are kept here
         smp = osh.sample_oneshot(data, {"sampling": sampling_cfg})[10]
     assert smp.kind == "full" and smp.U.shape == (2, 60, 16, 16)
-    res = osh.run_oneshot("quick", sample=False, data=data)
-    res["samples"], res["config"]["sampling"] = {10: smp}, sampling_cfg
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        res = osh.run_oneshot("quick", sample=False, data=data, samples={10: smp})
         summary, arrays = osh.oneshot_summary(res)
+    assert res.sampled[10].kind == "full" and res.samples[10] is smp
     assert summary["sampled"]["10"]["kind"] == "full" and summary["sampled"]["10"]["corr"] > 0.7
     assert arrays["sample_N10_mean"].shape == (sum(len(data.y[s]) for s in osh.EVAL_SETS),)

@@ -181,36 +181,37 @@ def accuracy_grid_image(
     return ax.collections[0]
 
 
-def oneshot_accuracy_panels(axes, summary: dict, sets=("test", "MNIST", "FashionMNIST"), titles=None):
-    """Accuracy against width for an ``omniglot-theory`` summary (live or reloaded), one panel per set.
+def oneshot_accuracy_panels(axes, result, sets=("test", "MNIST", "FashionMNIST"), titles=None):
+    """Accuracy against width for an ``omniglot-theory`` result (a ``OneShotResult``, live or reloaded), one
+    panel per set.
 
     Theory at the validation-selected temperature (solid), at the test-selected one (the paper's protocol,
     dashed), at ``tau = 0.5`` (dotted), sampled posterior points at ``tau = 0.5``, the GP limit at its
     validation-selected temperature, and the trained network's own accuracy.
     """
-    widths = np.asarray(summary["widths"])
-    taus = list(np.asarray(summary["taus"], float))
-    cfg = summary["config"]
+    widths = np.asarray(result.widths)
+    taus = list(np.asarray(result.taus, float))
+    cfg = result.config
     i_panel = taus.index(cfg["panel_tau"])
-    sel = summary["select"]
+    sel = result.select
     for ax, s in zip(axes, sets):
-        ours = np.asarray(sel["val"]["theory"]["accuracy"][s], float)
-        paper = np.asarray(sel["test"]["theory"]["accuracy"][s], float)
+        ours = np.asarray(sel["val"]["theory"].accuracy[s], float)
+        paper = np.asarray(sel["test"]["theory"].accuracy[s], float)
         ax.plot(widths, ours, "o-", color=ROLES["theory"], ms=3.5, label=r"theory, $\tau$ selected on validation")
         label = r"theory, $\tau$ selected on test (paper)"
         ax.plot(widths, paper, "s--", color=ROLES["theory"], ms=3, alpha=0.55, label=label)
         ax.plot(
             widths,
-            np.asarray(summary["grid_accuracy"][s], float)[i_panel],
+            np.asarray(result.grid_accuracy[s], float)[i_panel],
             ":",
             color=ROLES["theory"],
             lw=1.2,
             label=rf"theory, $\tau={cfg['panel_tau']:g}$",
         )
-        for N, entry in summary.get("sampled", {}).items():
+        for N, run in result.sampled.items():
             ax.plot(
                 [int(N)],
-                [entry[s]["sampled"]],
+                [run.sets[s]["sampled"]],
                 "D",
                 color=ROLES["samples"],
                 ms=6,
@@ -218,10 +219,10 @@ def oneshot_accuracy_panels(axes, summary: dict, sets=("test", "MNIST", "Fashion
                 mew=1.5,
                 label=rf"sampled posterior, $\tau={cfg['sampling']['tau']:g}$",
             )
-        gp = float(np.asarray(sel["val"]["gp"]["accuracy"][s]))
-        gp_tau = float(np.asarray(sel["val"]["gp"]["tau"]))
+        gp = float(np.asarray(sel["val"]["gp"].accuracy[s]))
+        gp_tau = float(np.asarray(sel["val"]["gp"].tau))
         ax.axhline(gp, color=ROLES["gp"], lw=1.2, label=rf"GP limit ($\tau={gp_tau:g}$)")
-        ax.axhline(summary["network_accuracy"][s], color=ROLES["network"], lw=1, ls="-.", label="trained network")
+        ax.axhline(result.network_accuracy[s], color=ROLES["network"], lw=1, ls="-.", label="trained network")
         ax.set_xscale("log")
         ax.set_xlabel("width $N$")
         ax.set_title((titles or {}).get(s, s))

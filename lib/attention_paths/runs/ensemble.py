@@ -72,7 +72,7 @@ def load_members(seeds=ENSEMBLE_SEEDS, data_dir=None) -> list[dict]:
         record = json.loads((f["network"] / "record.json").read_text())
         theory = experiments.load_run(f["theory"], "omniglot-theory")
         prune = experiments.load_run(f["pruning"], "pruning")
-        for net_record, what in ((theory["network_record"], "theory"), (prune.network_record, "pruning")):
+        for net_record, what in ((theory.network_record, "theory"), (prune.network_record, "pruning")):
             sha = net_record.get("sha256")
             if sha != record["exported"]["sha256"]:
                 raise ValueError(f"the committed {what} run of {name} was computed on another network (SHA-256 {sha})")

@@ -63,10 +63,10 @@ def run_experiment(
     summary["provenance"] = prov
     out = Path(out)
     if save_samples:
+        if isinstance(res, oneshot.OneShotResult):  # {width: PosteriorSamples}
+            for N, smp in res.samples.items():
+                smp.save(out / f"samples_N{N}_{smp.kind}.npz")
         for net, per_N in (res.get("samples", {}) if isinstance(res, dict) else {}).items():
-            if not isinstance(per_N, dict):  # {width: PosteriorSamples} (omniglot-theory)
-                per_N.save(out / f"samples_N{net}_{per_N.kind}.npz")
-                continue
             for N, entry in per_N.items():
                 for kind, smp in entry.items():
                     smp.save(out / f"samples_{net}_N{N}_{kind}.npz")
@@ -82,7 +82,8 @@ def load_run(folder, experiment: str) -> dict | None:
 
     * ``hmc``: the summary, with every sampling run's arrays (posterior ``mean``, ``var``, ``mcse``,
       ``U_hat``) under ``summary["sampled"][key]["arrays"]``, ``key = "<network>_N<width>_<sampler>"``;
-    * ``omniglot-theory``, ``pruning``: the summary with its arrays under ``summary["arrays"]``.
+    * ``omniglot-theory``: a :class:`~attention_paths.tasks.oneshot.OneShotResult`;
+    * ``pruning``: a :class:`~attention_paths.tasks.pruning.PruningResult`.
     """
     if experiment not in READERS:
         raise ValueError(f"no reader for experiment {experiment!r}; choose from {sorted(READERS)}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_paths.tasks.oneshot import run_paired
+from attention_paths.tasks.oneshot import OneShotResult
 from attention_paths.tasks.pruning import EVAL_SETS, PruningResult
 
 __all__ = [
@@ -42,7 +42,7 @@ REFERENCE = {
 _SHORT = {"test": "ID", "MNIST": "MNIST", "FashionMNIST": "FMNIST"}
 
 
-def network_row(seed: int, record: dict, theory: dict, prune: PruningResult) -> dict:
+def network_row(seed: int, record: dict, theory: OneShotResult, prune: PruningResult) -> dict:
     """The per-network numbers: ``record`` is the network's ``record.json``, ``theory`` and ``prune`` its
     loaded omniglot-theory and pruning runs.
 
@@ -55,14 +55,14 @@ def network_row(seed: int, record: dict, theory: dict, prune: PruningResult) -> 
     """
     acc = record["accuracies"]
     best = record.get("accuracies_best", {})
-    paired = run_paired(theory)
+    paired = theory.paired_by_set()
     order = prune.order
     low = prune.singles[order[0]]
     two = prune.combinations["2 lowest"]
-    claims = list(theory["claims"]) + list(prune.claims)
+    claims = list(theory.claims) + list(prune.claims)
     return {
         "seed": int(seed),
-        "name": theory["config"]["network"],
+        "name": theory.config["network"],
         "precision": record.get("precision", "float32"),
         "cpu": record.get("hardware", {}).get("cpu", record.get("device_name", "?")),
         "accuracy": {s: (acc[s]["accuracy"], acc[s].get("se", np.nan), acc[s]["episodes"]) for s in EVAL_SETS},
@@ -85,19 +85,19 @@ def network_row(seed: int, record: dict, theory: dict, prune: PruningResult) -> 
     }
 
 
-def limit_gaps(theory: dict) -> dict:
+def limit_gaps(theory: OneShotResult) -> dict:
     """Where the theory is farthest from the GP limit at the two largest widths (claim I2-limit).
 
-    ``theory`` is a loaded omniglot-theory run (its ``grid_accuracy`` and ``gp_grid_accuracy``: {set: (n_tau,
+    ``theory`` is an omniglot-theory result (its ``grid_accuracy`` and ``gp_grid_accuracy``: {set: (n_tau,
     n_width)} and {set: (n_tau,)}, in %).  Returns ``widths`` (the two largest), ``taus``, ``gap``
     ({set: |theory - GP| as nested lists, (n_tau, 2)}), ``worst`` (set, tau, gap at the largest width, gap at the next
     one) and ``worst_above`` (the largest gap at the largest width over every temperature but the grid's
     lowest).
     """
-    widths, taus = list(theory["widths"]), [float(t) for t in theory["taus"]]
+    widths, taus = [w.item() if hasattr(w, "item") else w for w in theory.widths], [float(t) for t in theory.taus]
     gap = {
-        s: np.abs(np.asarray(theory["grid_accuracy"][s])[:, -2:] - np.asarray(theory["gp_grid_accuracy"][s])[:, None])
-        for s in theory["grid_accuracy"]
+        s: np.abs(np.asarray(theory.grid_accuracy[s])[:, -2:] - np.asarray(theory.gp_grid_accuracy[s])[:, None])
+        for s in theory.grid_accuracy
     }
     s, i = max(((s, int(np.argmax(g[:, 1]))) for s, g in gap.items()), key=lambda si: gap[si[0]][si[1], 1])
     lowest = int(np.argmin(taus))

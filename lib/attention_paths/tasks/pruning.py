@@ -32,7 +32,7 @@ from attention_paths.tasks.claim import check_table
 from attention_paths.tasks.omniglot.episodes import evaluation_sets
 from attention_paths.tasks.omniglot.recipe import config_for
 from attention_paths.tasks.omniglot.training import load_network
-from attention_paths.tasks.oneshot import run_oneshot
+from attention_paths.tasks.oneshot import OneShotResult, run_oneshot
 from attention_paths.theory.paths import path_inputs
 from attention_paths.theory.predictor import predict
 from attention_paths.theory.scores import head_scores, silence_heads
@@ -330,13 +330,13 @@ def _pruned_accuracy(pruned, F: dict, y: dict, full: dict) -> tuple[PrunedNetwor
     ), per
 
 
-def _selected_tau_scores(theory: dict, i_n: int) -> dict:
+def _selected_tau_scores(theory: OneShotResult, i_n: int) -> dict:
     """Head scores at the validation-selected temperature of the panel's width (the paper's "selected
     temperature" scores)."""
-    i_sel = int(theory["select"]["val"]["theory"]["index"][i_n])
-    sel_scores = head_scores(theory["grid"]["U"][i_sel, i_n], HEADS)
+    i_sel = int(theory.select["val"]["theory"].index[i_n])
+    sel_scores = head_scores(theory.U[i_sel, i_n], HEADS)
     return {
-        "tau": float(theory["grid"]["taus"][i_sel]),
+        "tau": float(theory.taus[i_sel]),
         **{head_name(h): float(sel_scores[h[0]][h[1]]) for h in ALL_HEADS},
     }
 
@@ -344,7 +344,7 @@ def _selected_tau_scores(theory: dict, i_n: int) -> dict:
 def run_pruning(
     scale: str | None = None,
     *,
-    theory: dict | None = None,
+    theory: OneShotResult | None = None,
     network: str | None = None,
     root=None,
     progress: bool = False,
@@ -353,16 +353,20 @@ def run_pruning(
 ) -> PruningResult:
     """Scores, network-side and theory-side pruning, baselines and their statistics (spec §C).
 
-    ``theory`` is a result of :func:`attention_paths.tasks.oneshot.run_oneshot` (computed here, without sampling,
-    when not given); its trained network is the one pruned (``net``: that network, when it is not the
+    ``theory`` is a live :func:`attention_paths.tasks.oneshot.run_oneshot` result (computed here, without
+    sampling, when not given); its trained network is the one pruned (``net``: that network, when it is not the
     scale's committed or cached one, e.g. a checkpoint of a ``reproduce`` stage; ``record``: its record, with
     ``source`` and ``sha256``).
     """
     scale = get_scale(scale)
     cfg = asdict(PRUNING_EXPERIMENT[scale])
-    cfg["network"] = network or (theory or {}).get("config", {}).get("network") or cfg["network"]
+    cfg["network"] = network or (theory.config["network"] if theory is not None else cfg["network"])
     if theory is None:
         theory = run_oneshot(scale, network=cfg["network"], sample=False, root=root, progress=progress)
+    if theory.data is None:
+        raise ValueError(
+            "theory-side pruning needs the path features: pass a live run_oneshot result, not a reloaded one"
+        )
     rec = record or {"source": "given by the caller", "sha256": None}
     if net is None:
         net, rec = load_network(cfg["network"], progress=progress)
@@ -375,8 +379,8 @@ def run_pruning(
     def evaluate(pruned):
         return _pruned_accuracy(pruned, F, y, full)
 
-    tc = theory["config"]
-    scores = theory["panel"]["head_scores"]  # N = 10, tau = 0.5
+    tc = theory.config
+    scores = theory.panel.head_scores  # N = 10, tau = 0.5
     singles, per_single = {}, {}
     for head in ALL_HEADS:
         singles[head_name(head)], per = evaluate([head])
@@ -387,7 +391,7 @@ def run_pruning(
         ",".join(head_name(h) for h in pair): evaluate(list(pair))[0] for pair in itertools.combinations(ALL_HEADS, 2)
     }
     mag = magnitude_scores(net)
-    i_t, i_n = list(theory["grid"]["taus"]).index(tc["panel_tau"]), list(theory["grid"]["widths"]).index(tc["panel_N"])
+    i_t, i_n = theory.panel.index
     return PruningResult(
         scale=scale,
         config=cfg,
@@ -402,10 +406,10 @@ def run_pruning(
         combinations=combos,
         reference_combinations=reference,
         pairs=pairs,
-        theory_side=theory_side_drops(theory["panel"]["U"], theory["data"], tc["panel_tau"]),
-        stability=score_stability(theory["grid"]["U"], theory["grid"]["widths"], theory["grid"]["taus"], (i_t, i_n)),
-        widths=theory["grid"]["widths"],
-        taus=theory["grid"]["taus"],
+        theory_side=theory_side_drops(theory.panel.U, theory.data, tc["panel_tau"]),
+        stability=score_stability(theory.U, theory.widths, theory.taus, (i_t, i_n)),
+        widths=theory.widths,
+        taus=theory.taus,
         spearman={
             "theory": spearman_with_ci(scores, per_single, full["test"], cfg["n_bootstrap"], cfg["seed"]),
             "magnitude": spearman_with_ci(mag, per_single, full["test"], cfg["n_bootstrap"], cfg["seed"]),

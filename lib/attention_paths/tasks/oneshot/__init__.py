@@ -25,8 +25,8 @@ Pipeline (:func:`run_oneshot`):
 elsewhere).
 
 Modules: :mod:`.data` (extraction), :mod:`.grid` (the theory over the grid), :mod:`.posterior` (sampling),
-:mod:`.experiment` (sizes, run, summary), :mod:`.claims`, :mod:`.reloaded` (numbers of a reloaded run) and
-:mod:`.tables`.
+:mod:`.experiment` (sizes, run, results folder), :mod:`.result` (the result type),
+:mod:`.claims` and :mod:`.tables`.
 """
 
 from attention_paths.tasks.oneshot.claims import oneshot_claims
@@ -40,7 +40,13 @@ from attention_paths.tasks.oneshot.data import (
     load_oneshot_data,
     save_oneshot_data,
 )
-from attention_paths.tasks.oneshot.experiment import ONESHOT_EXPERIMENT, oneshot_summary, read_oneshot_run, run_oneshot
+from attention_paths.tasks.oneshot.experiment import (
+    ONESHOT_EXPERIMENT,
+    OneShotExperimentConfig,
+    oneshot_summary,
+    read_oneshot_run,
+    run_oneshot,
+)
 from attention_paths.tasks.oneshot.grid import (
     edge_scan,
     gp_line,
@@ -50,8 +56,14 @@ from attention_paths.tasks.oneshot.grid import (
     select_temperatures,
     theory_grid,
 )
-from attention_paths.tasks.oneshot.posterior import sample_oneshot, with_budget
-from attention_paths.tasks.oneshot.reloaded import run_paired, run_panel
+from attention_paths.tasks.oneshot.posterior import sample_oneshot, sampled_run, with_budget
+from attention_paths.tasks.oneshot.result import (
+    OneShotPanel,
+    OneShotResult,
+    PairedPredictions,
+    SampledRun,
+    TemperatureChoice,
+)
 from attention_paths.tasks.oneshot.tables import format_selection
 
 __all__ = [
@@ -63,8 +75,14 @@ __all__ = [
     "gd_order_parameter",
     "save_oneshot_data",
     "load_oneshot_data",
+    "OneShotExperimentConfig",
     "ONESHOT_EXPERIMENT",
     "run_oneshot",
+    "OneShotResult",
+    "TemperatureChoice",
+    "OneShotPanel",
+    "PairedPredictions",
+    "SampledRun",
     "oneshot_summary",
     "read_oneshot_run",
     "theory_grid",
@@ -75,9 +93,8 @@ __all__ = [
     "paired_comparison",
     "merge_grids",
     "sample_oneshot",
+    "sampled_run",
     "with_budget",
     "oneshot_claims",
-    "run_panel",
-    "run_paired",
     "format_selection",
 ]

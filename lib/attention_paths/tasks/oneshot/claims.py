@@ -3,19 +3,23 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy.stats import spearmanr
 
 from attention_paths import sampling
 from attention_paths.tasks.claim import claim
 from attention_paths.tasks.oneshot.data import EVAL_SETS, SET_TITLES
-from attention_paths.tasks.oneshot.posterior import _sample_agreement
+
+if TYPE_CHECKING:  # the result module computes the claims when it writes a run
+    from attention_paths.tasks.oneshot.result import OneShotResult
 
 __all__ = ["oneshot_claims"]
 
 
-def _i1(res: dict) -> list[dict]:
-    net = res["network"]
+def _i1(res: OneShotResult) -> list[dict]:
+    net = res.network_accuracy
     return [
         claim(
             "I1",
@@ -27,28 +31,27 @@ def _i1(res: dict) -> list[dict]:
     ]
 
 
-def _i2(res: dict) -> list[dict]:
+def _i2(res: OneShotResult) -> list[dict]:
     """I2-ID, I2-MNIST, I2-FMNIST: the theory beats the GP at the smallest width on each test set."""
-    sel = res["select"]["val"]
-    th, gp = sel["theory"]["accuracy"], sel["gp"]["accuracy"]
-    widths, claims = res["grid"]["widths"], []
+    th, gp = res.select["val"]["theory"], res.select["val"]["gp"]
+    widths, claims = res.widths, []
     for s, cid in (("test", "I2-ID"), ("MNIST", "I2-MNIST"), ("FashionMNIST", "I2-FMNIST")):
-        gain = th[s][0] - gp[s]
+        gain = th.accuracy[s][0] - gp.accuracy[s]
         claims.append(
             claim(
                 cid,
                 f"At the smallest width the finite-width theory beats the GP limit on {SET_TITLES[s]}.",
                 gain >= 1.0,
-                f"theory {th[s][0]:.1f}% at N={widths[0]} (tau {sel['theory']['tau'][0]:g}) vs GP {gp[s]:.1f}% "
-                f"(tau {float(sel['gp']['tau']):g}): {gain:+.1f} points",
+                f"theory {th.accuracy[s][0]:.1f}% at N={widths[0]} (tau {th.tau[0]:g}) vs GP {gp.accuracy[s]:.1f}% "
+                f"(tau {float(gp.tau):g}): {gain:+.1f} points",
             )
         )
     return claims
 
 
-def _i2_limit(res: dict) -> list[dict]:
+def _i2_limit(res: OneShotResult) -> list[dict]:
     gaps = {
-        s: np.abs(np.asarray(res["grid"]["accuracy"][s])[:, -1] - res["gp_grid"]["accuracy"][s]).max()
+        s: np.abs(np.asarray(res.grid_accuracy[s])[:, -1] - np.asarray(res.gp_grid_accuracy[s])).max()
         for s in EVAL_SETS
     }
     return [
@@ -57,30 +60,33 @@ def _i2_limit(res: dict) -> list[dict]:
             "At the largest width the theory is back at the GP limit: within 2 points of the GP at the same "
             "temperature, on every set and at every temperature of the grid.",
             all(g <= 2.0 for g in gaps.values()),
-            f"largest |theory - GP| at N={res['grid']['widths'][-1]} over the grid's temperatures: "
+            f"largest |theory - GP| at N={res.widths[-1]} over the grid's temperatures: "
             + ", ".join(f"{s} {g:.1f}" for s, g in gaps.items()),
         )
     ]
 
 
-def _i3_i4(res: dict) -> list[dict]:
+def _i3_i4(res: OneShotResult) -> list[dict]:
     """I3 (samples agree with the theory) and I4 (the order parameters' pattern), where sampled."""
-    if not res["samples"]:
+    if not res.sampled:
         return []
-    N = min(res["samples"])
-    ag = _sample_agreement(res, N)
-    ok = ag["corr"] > 0.9 and all(abs(ag[s]["theory"] - ag[s]["sampled"]) <= 2.5 for s in EVAL_SETS[1:])
+    N = min(res.sampled)
+    run = res.sampled[N]
+    ok = run.corr > 0.9 and all(abs(run.sets[s]["theory"] - run.sets[s]["sampled"]) <= 2.5 for s in EVAL_SETS[1:])
     i3 = claim(
         "I3",
         f"At N = {N} the sampled posterior agrees with the theory in and out of distribution.",
         ok,
-        "; ".join(f"{s}: theory {ag[s]['theory']:.1f}% vs sampled {ag[s]['sampled']:.1f}%" for s in EVAL_SETS[1:])
-        + f"; corr(means) {ag['corr']:.3f}",
+        "; ".join(
+            f"{s}: theory {run.sets[s]['theory']:.1f}% vs sampled {run.sets[s]['sampled']:.1f}%" for s in EVAL_SETS[1:]
+        )
+        + f"; corr(means) {run.corr:.3f}",
     )
-    Ut, Uh = ag["U_theory"], ag["U_hat"]
-    u = sampling.order_parameter_agreement(Uh, Ut)
+    taus, widths = [float(t) for t in res.taus], [float(w) for w in res.widths]
+    Ut = res.U[taus.index(float(res.config["sampling"]["tau"])), widths.index(float(N))]
+    u = sampling.order_parameter_agreement(run.U_hat, Ut)
     signs, rel = u["signs_equal"], u["max_rel_error"]
-    rho = float(spearmanr(np.diag(res["panel"]["U_gd"]), np.diag(Ut)).statistic)
+    rho = float(spearmanr(np.diag(res.panel.U_gd), np.diag(Ut)).statistic)
     i4 = claim(
         "I4",
         "Theory U* and sampled U agree in pattern and magnitude; the GD order parameter shares the "
@@ -92,8 +98,8 @@ def _i3_i4(res: dict) -> list[dict]:
     return [i3, i4]
 
 
-def _i5(res: dict) -> list[dict]:
-    al = res["panel"]["alignment"]
+def _i5(res: OneShotResult) -> list[dict]:
+    al = res.panel.alignment
     a_rn, a_gp = float(np.max(al["renormalised"][:5])), float(np.max(al["GP"][:5]))
     return [
         claim(
@@ -110,7 +116,7 @@ def _i5(res: dict) -> list[dict]:
 ONESHOT_CHECKS = (_i1, _i2, _i2_limit, _i3_i4, _i5)
 
 
-def oneshot_claims(res: dict) -> list[dict]:
+def oneshot_claims(res: OneShotResult) -> list[dict]:
     """Check the claims of spec §B.11 (I1-I5) on the numbers of :func:`run_oneshot`; one record per claim.
 
     Thresholds: "well above chance" = network test accuracy >= 65 %; "beats the GP limit" (one claim per test

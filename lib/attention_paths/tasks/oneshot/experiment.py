@@ -1,5 +1,6 @@
 """The omniglot_theory chapter's computation: its sizes per scale (:data:`ONESHOT_EXPERIMENT`), the run
-(:func:`run_oneshot`) and the JSON record and arrays of its results folder (:func:`oneshot_summary`)."""
+(:func:`run_oneshot`), and its :class:`~.result.OneShotResult` written to a results folder
+(:func:`oneshot_summary`) and read back (:func:`read_oneshot_run`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ from attention_paths.tasks.omniglot.training import load_network
 from attention_paths.tasks.oneshot.claims import oneshot_claims
 from attention_paths.tasks.oneshot.data import EVAL_SETS, HEADS, OneShotData, _eval_stack, extract
 from attention_paths.tasks.oneshot.grid import edge_scan, gp_line, panel, select_temperatures, theory_grid
-from attention_paths.tasks.oneshot.posterior import _sample_agreement, sample_oneshot, with_budget
+from attention_paths.tasks.oneshot.posterior import sample_oneshot, sampled_run, with_budget
+from attention_paths.tasks.oneshot.result import (
+    OneShotPanel,
+    OneShotResult,
+    PairedPredictions,
+    SampledRun,
+    TemperatureChoice,
+)
 from attention_paths.theory.action import Action
 from attention_paths.theory.architecture import Architecture
 from attention_paths.theory.kernels import PathKernel
@@ -32,7 +40,7 @@ class OneShotExperimentConfig:
     temperatures, the panel point, the alignment's ``k``, the temperatures of the scan beyond the grid's
     edge (none: no scan) and the posterior sampling (widths, ``tau``, sampler kind and NUTS settings).
 
-    A run records it as a dict (``res["config"]``, ``summary["config"]``: ``dataclasses.asdict``)."""
+    A run records it as a dict (``res.config``, ``summary["config"]``: ``dataclasses.asdict``)."""
 
     network: str
     P: int
@@ -98,8 +106,9 @@ def run_oneshot(
     grid: dict | None = None,
     samples: dict | None = None,
     record: dict | None = None,
-) -> dict:
-    """Everything the Omniglot theory chapter shows, at ``scale`` (spec §B.8-B.11).
+) -> OneShotResult:
+    """Everything the Omniglot theory chapter shows, at ``scale`` (spec §B.8-B.11): a
+    :class:`~.result.OneShotResult`.
 
     ``network`` chooses the trained network (default: the scale's own; ``"quick"`` runs the paper-size theory
     on the committed CPU-trained network).  ``data`` reuses an extraction (``record``: its network's record).
@@ -127,41 +136,59 @@ def run_oneshot(
     gp_grid = gp_line(data, cfg["taus"])  # the N -> infinity limit at every grid temperature
     select = {
         on: {
-            "theory": select_temperatures(grid["accuracy"], grid["taus"], on),
-            "gp": select_temperatures(gp["accuracy"], gp["taus"], on),
+            "theory": TemperatureChoice(**select_temperatures(grid["accuracy"], grid["taus"], on)),
+            "gp": TemperatureChoice(**select_temperatures(gp["accuracy"], gp["taus"], on)),
         }
         for on in ("val", "test")
     }
     i_t, i_n = list(grid["taus"]).index(cfg["panel_tau"]), list(grid["widths"]).index(cfg["panel_N"])
     U10 = grid["U"][i_t, i_n]
-    X_eval, slices = _eval_stack(data)
+    X_eval, _ = _eval_stack(data)
     th = predict(U10, data.features["train"], data.y["train"], cfg["panel_tau"], X_eval)
     edge = edge_scan(data, grid["widths"][0], cfg["edge_taus"]) if cfg.get("edge_taus") else None
-    res = {
-        "scale": scale,
-        "config": cfg,
-        "data": data,
-        "grid": grid,
-        "gp": gp,
-        "gp_grid": gp_grid,
-        "select": select,
-        "panel": panel(data, U10, cfg["n_align"]) | {"check": _cold_solve_check(data, cfg, U10)},
-        "panel_prediction": th,
-        "slices": slices,
-        "paired": _paired_predictions(data, grid, select["val"], X_eval),
-        "edge": edge,
-        "network": {s: data.network_accuracy(s) for s in EVAL_SETS},
-        "network_record": {k: v for k, v in (rec or {}).items() if k in ("source", "sha256", "config")},
-        "seconds": {"extract": t_extract, "grid": grid["seconds"]},
-        "samples": {},
-    }
-    if samples is not None:
-        res["samples"] = dict(samples)
-    elif sample:
+    pan = panel(data, U10, cfg["n_align"])
+    seconds = {"extract": t_extract, "grid": grid["seconds"]}
+    if samples is None and sample:
         t1 = time.perf_counter()
-        res["samples"] = sample_oneshot(data, cfg, progress)
-        res["seconds"]["sampling"] = time.perf_counter() - t1
-    return res
+        samples = sample_oneshot(data, cfg, progress)
+        seconds["sampling"] = time.perf_counter() - t1
+    samples = dict(samples or {})
+    i_s = list(grid["taus"]).index(cfg["sampling"]["tau"]) if samples else None
+    return OneShotResult(
+        scale=scale,
+        config=cfg,
+        data_info=data.info,
+        network_record={k: v for k, v in (rec or {}).items() if k in ("source", "sha256", "config")},
+        network_accuracy={s: data.network_accuracy(s) for s in EVAL_SETS},
+        widths=grid["widths"],
+        taus=grid["taus"],
+        U=grid["U"],
+        grid_accuracy=grid["accuracy"],
+        solver={"max_grad": float(grid["solver"]["grad_max"].max()), "iterations": grid["solver"]["n_iter"]},
+        gp_taus=gp["taus"],
+        gp_accuracy=gp["accuracy"],
+        gp_grid_accuracy=gp_grid["accuracy"],
+        select=select,
+        panel=OneShotPanel(
+            U=U10,
+            U_gd=pan["U_gd"],
+            head_scores=pan["head_scores"],
+            alignment=pan["alignment"],
+            check=_cold_solve_check(data, cfg, U10),
+            mean=th.mean,
+            var=th.var,
+            index=(i_t, i_n),
+        ),
+        paired=_paired_predictions(data, grid, select["val"], X_eval),
+        edge=edge,
+        seconds=seconds,
+        sampled={
+            N: sampled_run(data, grid["U"][i_s, list(grid["widths"]).index(N)], cfg["sampling"]["tau"], smp)
+            for N, smp in samples.items()
+        },
+        data=data,
+        samples=samples,
+    )
 
 
 def _check_grid(grid: dict, cfg: dict) -> None:
@@ -195,80 +222,90 @@ def _cold_solve_check(data: OneShotData, cfg: dict, U10) -> dict:
     }
 
 
-def _paired_predictions(data: OneShotData, grid: dict, sel_val: dict, X_eval) -> dict:
+def _paired_predictions(data: OneShotData, grid: dict, sel_val: dict, X_eval) -> PairedPredictions:
     """Per-episode mean predictions at the validation-selected temperatures (the smallest width, and the GP),
     for paired comparisons of theory and GP on the same episodes."""
-    t_th, t_gp = float(sel_val["theory"]["tau"][0]), float(sel_val["gp"]["tau"])
-    U_small = grid["U"][int(sel_val["theory"]["index"][0]), 0]
+    t_th, t_gp = float(sel_val["theory"].tau[0]), float(sel_val["gp"].tau)
+    U_small = grid["U"][int(sel_val["theory"].index[0]), 0]
     X, y = data.features["train"], data.y["train"]
-    return {
-        "N": float(grid["widths"][0]),
-        "tau_theory": t_th,
-        "tau_gp": t_gp,
-        "theory": predict(U_small, X, y, t_th, X_eval, return_var=False).mean,
-        "gp": predict(np.eye(16), X, y, t_gp, X_eval, return_var=False).mean,
-    }
+    return PairedPredictions(
+        N=float(grid["widths"][0]),
+        tau_theory=t_th,
+        tau_gp=t_gp,
+        theory=predict(U_small, X, y, t_th, X_eval, return_var=False).mean,
+        gp=predict(np.eye(16), X, y, t_gp, X_eval, return_var=False).mean,
+    )
 
 
-def oneshot_summary(res: dict) -> tuple[dict, dict]:
-    """``(summary, arrays)`` of a run: plain numbers for ``summary.json`` and arrays for ``arrays.npz``."""
-    grid, gp = res["grid"], res["gp"]
-    data = res["data"]
+def _choice_summary(c: TemperatureChoice) -> dict:
+    return {"tau": c.tau, "accuracy": c.accuracy}
+
+
+def _sampled_summary(r: SampledRun) -> dict:
+    out = dict(r.sets) | {"corr": r.corr, "diagnostics": r.diagnostics, "wall_seconds": r.wall_seconds}
+    return out | {"settings": r.settings} | ({"kind": r.kind} if r.kind is not None else {})
+
+
+def oneshot_summary(res: OneShotResult) -> tuple[dict, dict]:
+    """``(summary, arrays)`` of a run: plain numbers for ``summary.json`` and arrays for ``arrays.npz``; the
+    claims (:func:`~.claims.oneshot_claims`) are computed here."""
     summary = {
         "experiment": "omniglot-theory",
-        "scale": res["scale"],
-        "config": res["config"],
-        "data": data.info,
-        "network_record": res["network_record"],
-        "network_accuracy": res["network"],
-        "widths": grid["widths"],
-        "taus": grid["taus"],
-        "gp_taus": gp["taus"],
-        "grid_accuracy": grid["accuracy"],
-        "gp_accuracy": gp["accuracy"],
-        "gp_grid_accuracy": res["gp_grid"]["accuracy"],
-        "solver": {"max_grad": float(grid["solver"]["grad_max"].max()), "iterations": grid["solver"]["n_iter"]},
-        "select": {
-            on: {k: {"tau": v["tau"], "accuracy": v["accuracy"]} for k, v in d.items()}
-            for on, d in res["select"].items()
-        },
-        "panel": {"head_scores": [h.tolist() for h in res["panel"]["head_scores"]], "check": res["panel"]["check"]},
-        "seconds": res["seconds"],
+        "scale": res.scale,
+        "config": res.config,
+        "data": res.data_info,
+        "network_record": res.network_record,
+        "network_accuracy": res.network_accuracy,
+        "widths": res.widths,
+        "taus": res.taus,
+        "gp_taus": res.gp_taus,
+        "grid_accuracy": res.grid_accuracy,
+        "gp_accuracy": res.gp_accuracy,
+        "gp_grid_accuracy": res.gp_grid_accuracy,
+        "solver": res.solver,
+        "select": {on: {k: _choice_summary(c) for k, c in d.items()} for on, d in res.select.items()},
+        "panel": {"head_scores": [np.asarray(h).tolist() for h in res.panel.head_scores], "check": res.panel.check},
+        "seconds": res.seconds,
         "claims": oneshot_claims(res),
-        "sampled": {},
-        "edge": res.get("edge"),
-        "paired": {k: v for k, v in res.get("paired", {}).items() if k not in ("theory", "gp")},
+        "sampled": {str(N): _sampled_summary(r) for N, r in res.sampled.items()},
+        "edge": res.edge,
+        "paired": (
+            {"N": res.paired.N, "tau_theory": res.paired.tau_theory, "tau_gp": res.paired.tau_gp}
+            if res.paired is not None
+            else {}
+        ),
     }
     arrays = {
-        "U": grid["U"],
-        "U_gd": data.U_gd,
-        "align_GP": res["panel"]["alignment"]["GP"],
-        "align_renormalised": res["panel"]["alignment"]["renormalised"],
-        "panel_mean": res["panel_prediction"].mean,
-        "panel_var": res["panel_prediction"].var,
+        "U": res.U,
+        "U_gd": res.panel.U_gd,
+        "align_GP": res.panel.alignment["GP"],
+        "align_renormalised": res.panel.alignment["renormalised"],
+        "panel_mean": res.panel.mean,
+        "panel_var": res.panel.var,
     }
-    if res.get("paired"):
-        arrays["paired_theory_mean"], arrays["paired_gp_mean"] = res["paired"]["theory"], res["paired"]["gp"]
-    for N, smp in res["samples"].items():
-        ag = _sample_agreement(res, N)
-        summary["sampled"][str(N)] = {s: ag[s] for s in EVAL_SETS} | {
-            "corr": ag["corr"],
-            "diagnostics": ag["diagnostics"],
-            "wall_seconds": ag["wall_seconds"],
-            "settings": smp.settings,
-            "kind": smp.kind,
-        }
-        arrays[f"sample_N{N}_U_hat"] = smp.U_hat
-        arrays[f"sample_N{N}_mean"] = smp.predictive_mean
-        arrays[f"sample_N{N}_mcse"] = smp.mc_standard_error()
+    if res.paired is not None:
+        arrays["paired_theory_mean"], arrays["paired_gp_mean"] = res.paired.theory, res.paired.gp
+    for N, r in res.sampled.items():
+        arrays[f"sample_N{N}_U_hat"] = r.U_hat
+        arrays[f"sample_N{N}_mean"] = r.mean
+        arrays[f"sample_N{N}_mcse"] = r.mcse
     return summary, arrays
 
 
-def read_oneshot_run(folder, summary: dict, arrays: dict) -> dict:
-    """The reloaded results folder of :func:`oneshot_summary` (read by ``runs.experiments.load_run``): the
-    summary with its arrays under ``summary["arrays"]``, checked against it (grid shape, order parameters,
-    accuracies, the stacked predictions of the four evaluation sets, the heads of the scores)."""
-    summary["arrays"] = arrays
+def _choice(d: dict, on: str, taus) -> TemperatureChoice:
+    """A reloaded selection: its grid indices are found from the selected temperatures."""
+    taus = [float(t) for t in taus]
+    tau = np.asarray(d["tau"], float)
+    index = np.asarray([taus.index(float(t)) for t in np.atleast_1d(tau)]).reshape(tau.shape)
+    return TemperatureChoice(
+        on=on, index=index, tau=tau, accuracy={s: np.asarray(a, float) for s, a in d["accuracy"].items()}
+    )
+
+
+def read_oneshot_run(folder, summary: dict, arrays: dict) -> OneShotResult:
+    """The :class:`OneShotResult` of a results folder written from :func:`oneshot_summary` (read by
+    ``runs.experiments.load_run``), checked against its summary (grid shape, order parameters, accuracies,
+    the stacked predictions of the four evaluation sets, the heads of the scores)."""
     n_t, n_w = len(summary["taus"]), len(summary["widths"])
     if arrays.get("U") is None or arrays["U"].ndim != 4 or arrays["U"].shape[:2] != (n_t, n_w):
         raise ValueError(f"{folder}/arrays.npz does not match its summary.json")
@@ -286,4 +323,69 @@ def read_oneshot_run(folder, summary: dict, arrays: dict) -> dict:
     scores = summary["panel"]["head_scores"]
     if [len(h) for h in scores] != list(HEADS):
         validate.refuse(folder, f"head scores {scores} do not match the network's heads per layer {HEADS}")
-    return summary
+    cfg = summary["config"]
+    taus, widths = [float(t) for t in summary["taus"]], [float(w) for w in summary["widths"]]
+    i_t, i_n = taus.index(float(cfg["panel_tau"])), widths.index(float(cfg["panel_N"]))
+    paired = summary.get("paired") or {}
+    return OneShotResult(
+        scale=summary["scale"],
+        config=cfg,
+        data_info=summary["data"],
+        network_record=summary["network_record"],
+        network_accuracy=summary["network_accuracy"],
+        widths=np.asarray(summary["widths"]),
+        taus=np.asarray(summary["taus"], float),
+        U=arrays["U"],
+        grid_accuracy={s: np.asarray(a, float) for s, a in summary["grid_accuracy"].items()},
+        solver=summary["solver"],
+        gp_taus=np.asarray(summary["gp_taus"], float),
+        gp_accuracy={s: np.asarray(a, float) for s, a in summary["gp_accuracy"].items()},
+        gp_grid_accuracy={s: np.asarray(a, float) for s, a in summary["gp_grid_accuracy"].items()},
+        select={
+            on: {
+                "theory": _choice(d["theory"], on, summary["taus"]),
+                "gp": _choice(d["gp"], on, summary["gp_taus"]),
+            }
+            for on, d in summary["select"].items()
+        },
+        panel=OneShotPanel(
+            U=arrays["U"][i_t, i_n],
+            U_gd=arrays["U_gd"],
+            head_scores=[np.asarray(h) for h in scores],
+            alignment={"GP": arrays["align_GP"], "renormalised": arrays["align_renormalised"]},
+            check=summary["panel"]["check"],
+            mean=arrays.get("panel_mean"),
+            var=arrays.get("panel_var"),
+            index=(i_t, i_n),
+        ),
+        paired=(
+            PairedPredictions(
+                N=paired["N"],
+                tau_theory=paired["tau_theory"],
+                tau_gp=paired["tau_gp"],
+                theory=arrays["paired_theory_mean"],
+                gp=arrays["paired_gp_mean"],
+            )
+            if "paired_theory_mean" in arrays
+            else None
+        ),
+        edge=summary.get("edge"),
+        seconds=summary["seconds"],
+        sampled={
+            int(N): SampledRun(
+                sets={s: e[s] for s in EVAL_SETS},
+                corr=e["corr"],
+                diagnostics=e["diagnostics"],
+                wall_seconds=e["wall_seconds"],
+                settings=e["settings"],
+                kind=e.get("kind"),
+                U_hat=arrays[f"sample_N{N}_U_hat"],
+                mean=arrays[f"sample_N{N}_mean"],
+                mcse=arrays[f"sample_N{N}_mcse"],
+            )
+            for N, e in summary.get("sampled", {}).items()
+        },
+        claims=summary["claims"],
+        wall_seconds=summary.get("wall_seconds"),
+        provenance=summary.get("provenance"),
+    )

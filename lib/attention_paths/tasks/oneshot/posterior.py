@@ -9,10 +9,11 @@ import numpy as np
 
 from attention_paths import sampling
 from attention_paths.tasks.oneshot.data import EVAL_SETS, HEADS, OneShotData, _eval_stack
+from attention_paths.tasks.oneshot.result import SampledRun
 from attention_paths.theory.architecture import Architecture
 from attention_paths.theory.predictor import predict
 
-__all__ = ["sample_oneshot", "with_budget"]
+__all__ = ["sample_oneshot", "with_budget", "sampled_run"]
 
 
 def with_budget(sampling_cfg: dict, budget: dict) -> dict:
@@ -52,26 +53,25 @@ def sample_oneshot(data: OneShotData, cfg: dict, progress: bool = False) -> dict
     return out
 
 
-def _sample_agreement(res: dict, N: int) -> dict:
-    """Sampled vs theory predictions at width ``N`` (panel temperature) on every evaluation set."""
-    smp = res["samples"][N]
-    sc = res["config"]["sampling"]
-    tau = sc["tau"]
-    grid = res["grid"]
-    i_t, i_n = list(grid["taus"]).index(tau), list(grid["widths"]).index(N)
-    data = res["data"]
+def sampled_run(data: OneShotData, U_theory, tau: float, smp) -> SampledRun:
+    """A posterior-sampling run ``smp`` against the theory's ``U_theory`` at its width and temperature ``tau``,
+    on every evaluation set (:class:`~.result.SampledRun`)."""
     X_eval, slices = _eval_stack(data)
-    th = predict(grid["U"][i_t, i_n], data.features["train"], data.y["train"], tau, X_eval, return_var=False).mean
-    out = {
-        "corr": float(np.corrcoef(smp.predictive_mean, th)[0, 1]),
-        "U_hat": smp.U_hat,
-        "U_theory": grid["U"][i_t, i_n],
-        "diagnostics": smp.diagnostics,
-        "wall_seconds": smp.wall_seconds,
-    }
+    th = predict(U_theory, data.features["train"], data.y["train"], tau, X_eval, return_var=False).mean
     se = smp.mc_standard_error()
+    sets = {}
     for s in EVAL_SETS:
         sl = slices[s]
         m = sampling.mean_agreement(smp.predictive_mean[sl], th[sl], data.y[s], se[sl])
-        out[s] = {k: m[k] for k in ("theory", "sampled", "flips", "flips_beyond_mc", "n")}
-    return out
+        sets[s] = {k: m[k] for k in ("theory", "sampled", "flips", "flips_beyond_mc", "n")}
+    return SampledRun(
+        sets=sets,
+        corr=float(np.corrcoef(smp.predictive_mean, th)[0, 1]),
+        diagnostics=smp.diagnostics,
+        wall_seconds=smp.wall_seconds,
+        settings=smp.settings,
+        kind=smp.kind,
+        U_hat=smp.U_hat,
+        mean=smp.predictive_mean,
+        mcse=se,
+    )

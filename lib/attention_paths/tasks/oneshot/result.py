@@ -1,0 +1,154 @@
+"""The one result type of the omniglot-theory experiment (:class:`OneShotResult`): what
+:func:`~.experiment.run_oneshot` computes and what a results folder holds are the same object, written by
+:func:`~.experiment.oneshot_summary` and read back by :func:`~.experiment.read_oneshot_run`.
+
+A reloaded result lacks only what no chapter reads from a results folder: the extracted path features
+(``data``), the full posterior samples (``samples``; their means, order parameter and diagnostics are in
+``sampled``) and the grid's per-cell solver record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attention_paths.tasks.oneshot.data import EVAL_SETS, OneShotData
+from attention_paths.tasks.oneshot.grid import paired_comparison
+
+__all__ = [
+    "TemperatureChoice",
+    "OneShotPanel",
+    "PairedPredictions",
+    "SampledRun",
+    "OneShotResult",
+]
+
+
+@dataclass(kw_only=True)
+class TemperatureChoice:
+    """The temperature a protocol selects (:func:`~.grid.select_temperatures`): on set ``on`` ("val": ours,
+    "test": the paper's), per width for the theory (``index``, ``tau``: (n_width,)) or once for the GP
+    (scalars), and every set's accuracy (%) there ({set: (n_width,) or scalar})."""
+
+    on: str
+    index: np.ndarray
+    tau: np.ndarray
+    accuracy: dict[str, np.ndarray]
+
+
+@dataclass(kw_only=True)
+class OneShotPanel:
+    """The ``N = 10``, ``tau = 0.5`` panel (``index`` = its (tau, width) grid position): the theory's ``U``
+    (16, 16), the gradient-descent ``U_gd``, the head scores per layer, the label ``alignment`` of the GP
+    and renormalised kernels ({"GP", "renormalised"}: (n_align,)), the cold-solve ``check`` of ``U``, and
+    the theory's predictive ``mean`` and ``var`` on the four evaluation sets stacked in :data:`EVAL_SETS`
+    order."""
+
+    U: np.ndarray
+    U_gd: np.ndarray
+    head_scores: list[np.ndarray]
+    alignment: dict[str, np.ndarray]
+    check: dict
+    mean: np.ndarray
+    var: np.ndarray
+    index: tuple[int, int]
+
+
+@dataclass(kw_only=True)
+class PairedPredictions:
+    """Per-episode mean predictions of the theory at width ``N`` and the GP, each at its validation-selected
+    temperature (``tau_theory``, ``tau_gp``), on the four evaluation sets stacked (``theory``, ``gp``:
+    (n_stack,)): the paired theory - GP comparison (:meth:`OneShotResult.paired_by_set`)."""
+
+    N: float
+    tau_theory: float
+    tau_gp: float
+    theory: np.ndarray
+    gp: np.ndarray
+
+
+@dataclass(kw_only=True)
+class SampledRun:
+    """One posterior-sampling run at width ``N`` against the theory at the same width and temperature:
+    per set ({set: {"theory", "sampled", "flips", "flips_beyond_mc", "n"}}), the correlation of the mean
+    predictions, the sampler's ``diagnostics``, ``wall_seconds``, ``settings`` and ``kind`` (``None`` in runs
+    recorded before the kind was: those are Rao-Blackwellised, ``settings["n_parameters"]`` says so); its ``U_hat``
+    (16, 16), predictive ``mean`` and Monte-Carlo standard error ``mcse`` ((n_stack,))."""
+
+    sets: dict[str, dict]
+    corr: float
+    diagnostics: dict
+    wall_seconds: float
+    settings: dict
+    kind: str | None
+    U_hat: np.ndarray
+    mean: np.ndarray
+    mcse: np.ndarray
+
+
+@dataclass(kw_only=True)
+class OneShotResult:
+    """Everything the Omniglot theory chapter shows (spec §B.8-B.11), live or reloaded.
+
+    Grid quantities are indexed (tau, width), both ascending: ``U`` (n_tau, n_width, 16, 16) and
+    ``grid_accuracy`` ({set: (n_tau, n_width)}, %); the GP limit over its own temperatures ``gp_taus``
+    (``gp_accuracy``) and at the grid's (``gp_grid_accuracy``: {set: (n_tau,)}); ``select`` ({"val",
+    "test"}: {"theory", "gp"}: :class:`TemperatureChoice`); ``panel`` (:class:`OneShotPanel`), ``paired``
+    (:class:`PairedPredictions`), ``edge`` (the scan beyond the grid's largest temperature, or ``None``);
+    ``sampled`` ({N: :class:`SampledRun`}).  ``data_info`` describes the extraction, ``network_accuracy``
+    is the trained network's own accuracy (%) on the same episodes, ``solver`` the grid's largest final
+    gradient and iterations.  Live only: ``data`` (the extracted features) and ``samples`` ({N:
+    PosteriorSamples}).  ``claims``, ``wall_seconds`` and ``provenance`` exist once written.
+    """
+
+    scale: str
+    config: dict
+    data_info: dict
+    network_record: dict
+    network_accuracy: dict[str, float]
+    widths: np.ndarray
+    taus: np.ndarray
+    U: np.ndarray
+    grid_accuracy: dict[str, np.ndarray]
+    solver: dict
+    gp_taus: np.ndarray
+    gp_accuracy: dict[str, np.ndarray]
+    gp_grid_accuracy: dict[str, np.ndarray]
+    select: dict[str, dict[str, TemperatureChoice]]
+    panel: OneShotPanel
+    paired: PairedPredictions | None
+    edge: dict | None
+    seconds: dict
+    sampled: dict[int, SampledRun] = field(default_factory=dict)
+    claims: list[dict] | None = None
+    wall_seconds: float | None = None
+    provenance: dict | None = None
+    data: OneShotData | None = field(default=None, repr=False)
+    samples: dict = field(default_factory=dict, repr=False)
+
+    def slices(self) -> dict[str, slice]:
+        """Where each evaluation set sits in the stacked predictions (``panel.mean``, ``paired``, ...)."""
+        if self.data is not None:
+            sizes = [len(self.data.y[s]) for s in EVAL_SETS]
+        else:  # a results folder: the sets are equal in size, stacked
+            sizes = [len(self.panel.mean) // len(EVAL_SETS)] * len(EVAL_SETS)
+        bounds = np.cumsum([0] + sizes)
+        return {s: slice(int(bounds[k]), int(bounds[k + 1])) for k, s in enumerate(EVAL_SETS)}
+
+    def targets(self) -> dict[str, np.ndarray]:
+        """Each evaluation set's targets (every set is stored as its +1 block, then its -1 block)."""
+        if self.data is not None:
+            return {s: self.data.y[s] for s in EVAL_SETS}
+        n = len(self.panel.mean) // len(EVAL_SETS)
+        return {s: np.repeat([1.0, -1.0], n // 2) for s in EVAL_SETS}
+
+    def paired_by_set(self) -> dict[str, dict]:
+        """Per set, :func:`~.grid.paired_comparison` of the theory (smallest width, validation-selected
+        temperature) and the GP (validation-selected temperature) on the same episodes."""
+        sl, y = self.slices(), self.targets()
+        return {s: paired_comparison(self.paired.theory[sl[s]], self.paired.gp[sl[s]], y[s]) for s in EVAL_SETS}
+
+    def selected_index(self, on: str = "val") -> list[int]:
+        """The grid's temperature index selected at each width on set ``on``."""
+        return [int(i) for i in self.select[on]["theory"].index]
