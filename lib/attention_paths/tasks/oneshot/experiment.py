@@ -134,13 +134,7 @@ def run_oneshot(
         _check_grid(grid, cfg)
     gp = gp_line(data, cfg["gp_taus"])
     gp_grid = gp_line(data, cfg["taus"])  # the N -> infinity limit at every grid temperature
-    select = {
-        on: {
-            "theory": TemperatureChoice(**select_temperatures(grid["accuracy"], grid["taus"], on)),
-            "gp": TemperatureChoice(**select_temperatures(gp["accuracy"], gp["taus"], on)),
-        }
-        for on in ("val", "test")
-    }
+    select = _select(grid, gp)
     i_t, i_n = list(grid["taus"]).index(cfg["panel_tau"]), list(grid["widths"]).index(cfg["panel_N"])
     U10 = grid["U"][i_t, i_n]
     X_eval, _ = _eval_stack(data)
@@ -152,8 +146,8 @@ def run_oneshot(
         t1 = time.perf_counter()
         samples = sample_oneshot(data, cfg, progress)
         seconds["sampling"] = time.perf_counter() - t1
-    samples = dict(samples or {})
-    i_s = list(grid["taus"]).index(cfg["sampling"]["tau"]) if samples else None
+    samples, tau_s, widths = dict(samples or {}), cfg["sampling"]["tau"], list(grid["widths"])
+    i_s = list(grid["taus"]).index(tau_s) if samples else None
     return OneShotResult(
         scale=scale,
         config=cfg,
@@ -169,26 +163,25 @@ def run_oneshot(
         gp_accuracy=gp["accuracy"],
         gp_grid_accuracy=gp_grid["accuracy"],
         select=select,
-        panel=OneShotPanel(
-            U=U10,
-            U_gd=pan["U_gd"],
-            head_scores=pan["head_scores"],
-            alignment=pan["alignment"],
-            check=_cold_solve_check(data, cfg, U10),
-            mean=th.mean,
-            var=th.var,
-            index=(i_t, i_n),
-        ),
+        panel=OneShotPanel(**pan, check=_cold_solve_check(data, cfg, U10), mean=th.mean, var=th.var, index=(i_t, i_n)),
         paired=_paired_predictions(data, grid, select["val"], X_eval),
         edge=edge,
         seconds=seconds,
-        sampled={
-            N: sampled_run(data, grid["U"][i_s, list(grid["widths"]).index(N)], cfg["sampling"]["tau"], smp)
-            for N, smp in samples.items()
-        },
+        sampled={N: sampled_run(data, grid["U"][i_s, widths.index(N)], tau_s, smp) for N, smp in samples.items()},
         data=data,
         samples=samples,
     )
+
+
+def _select(grid: dict, gp: dict) -> dict[str, dict[str, TemperatureChoice]]:
+    """Both protocols' temperatures ("val": ours, "test": the paper's), for the theory and the GP."""
+    return {
+        on: {
+            "theory": TemperatureChoice(**select_temperatures(grid["accuracy"], grid["taus"], on)),
+            "gp": TemperatureChoice(**select_temperatures(gp["accuracy"], gp["taus"], on)),
+        }
+        for on in ("val", "test")
+    }
 
 
 def _check_grid(grid: dict, cfg: dict) -> None:
@@ -302,10 +295,9 @@ def _choice(d: dict, on: str, taus) -> TemperatureChoice:
     )
 
 
-def read_oneshot_run(folder, summary: dict, arrays: dict) -> OneShotResult:
-    """The :class:`OneShotResult` of a results folder written from :func:`oneshot_summary` (read by
-    ``runs.experiments.load_run``), checked against its summary (grid shape, order parameters, accuracies,
-    the stacked predictions of the four evaluation sets, the heads of the scores)."""
+def _check_folder(folder, summary: dict, arrays: dict) -> None:
+    """A results folder's arrays against its summary: grid shape, order parameters, accuracies, the stacked
+    predictions of the four evaluation sets and the heads of the scores."""
     n_t, n_w = len(summary["taus"]), len(summary["widths"])
     if arrays.get("U") is None or arrays["U"].ndim != 4 or arrays["U"].shape[:2] != (n_t, n_w):
         raise ValueError(f"{folder}/arrays.npz does not match its summary.json")
@@ -323,6 +315,30 @@ def read_oneshot_run(folder, summary: dict, arrays: dict) -> OneShotResult:
     scores = summary["panel"]["head_scores"]
     if [len(h) for h in scores] != list(HEADS):
         validate.refuse(folder, f"head scores {scores} do not match the network's heads per layer {HEADS}")
+
+
+def _sampled_runs(summary: dict, arrays: dict) -> dict[int, SampledRun]:
+    return {
+        int(N): SampledRun(
+            sets={s: e[s] for s in EVAL_SETS},
+            corr=e["corr"],
+            diagnostics=e["diagnostics"],
+            wall_seconds=e["wall_seconds"],
+            settings=e["settings"],
+            kind=e.get("kind"),
+            U_hat=arrays[f"sample_N{N}_U_hat"],
+            mean=arrays[f"sample_N{N}_mean"],
+            mcse=arrays[f"sample_N{N}_mcse"],
+        )
+        for N, e in summary.get("sampled", {}).items()
+    }
+
+
+def read_oneshot_run(folder, summary: dict, arrays: dict) -> OneShotResult:
+    """The :class:`OneShotResult` of a results folder written from :func:`oneshot_summary` (read by
+    ``runs.experiments.load_run``), checked against its summary (:func:`_check_folder`)."""
+    _check_folder(folder, summary, arrays)
+    scores = summary["panel"]["head_scores"]
     cfg = summary["config"]
     taus, widths = [float(t) for t in summary["taus"]], [float(w) for w in summary["widths"]]
     i_t, i_n = taus.index(float(cfg["panel_tau"])), widths.index(float(cfg["panel_N"]))
@@ -371,20 +387,7 @@ def read_oneshot_run(folder, summary: dict, arrays: dict) -> OneShotResult:
         ),
         edge=summary.get("edge"),
         seconds=summary["seconds"],
-        sampled={
-            int(N): SampledRun(
-                sets={s: e[s] for s in EVAL_SETS},
-                corr=e["corr"],
-                diagnostics=e["diagnostics"],
-                wall_seconds=e["wall_seconds"],
-                settings=e["settings"],
-                kind=e.get("kind"),
-                U_hat=arrays[f"sample_N{N}_U_hat"],
-                mean=arrays[f"sample_N{N}_mean"],
-                mcse=arrays[f"sample_N{N}_mcse"],
-            )
-            for N, e in summary.get("sampled", {}).items()
-        },
+        sampled=_sampled_runs(summary, arrays),
         claims=summary["claims"],
         wall_seconds=summary.get("wall_seconds"),
         provenance=summary.get("provenance"),
