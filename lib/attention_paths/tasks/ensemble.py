@@ -90,9 +90,9 @@ def limit_gaps(theory: OneShotResult) -> dict:
 
     ``theory`` is an omniglot-theory result (its ``grid_accuracy`` and ``gp_grid_accuracy``: {set: (n_tau,
     n_width)} and {set: (n_tau,)}, in %).  Returns ``widths`` (the two largest), ``taus``, ``gap``
-    ({set: |theory - GP| as nested lists, (n_tau, 2)}), ``worst`` (set, tau, gap at the largest width, gap at the next
-    one) and ``worst_above`` (the largest gap at the largest width over every temperature but the grid's
-    lowest).
+    ({set: ``abs(theory - GP)`` as nested lists, (n_tau, 2)}), ``worst`` (set, tau, gap at the largest
+    width, gap at the next one) and ``worst_above`` (the largest gap at the largest width over every
+    temperature but the grid's lowest).
     """
     widths, taus = [w.item() if hasattr(w, "item") else w for w in theory.widths], [float(t) for t in theory.taus]
     gap = {
@@ -112,8 +112,8 @@ def limit_gaps(theory: OneShotResult) -> dict:
 
 
 def format_limit(rows: list[dict]) -> str:
-    """Per network, the largest |theory - GP| at the largest width (set, temperature), the same cell at the
-    next width, and the largest gap over the other temperatures, as text within 80 columns."""
+    """Per network, the largest ``abs(theory - GP)`` at the largest width (set, temperature), the same cell
+    at the next width, and the largest gap over the other temperatures, as text within 80 columns."""
     if not rows:
         return ""
     n1, n0 = rows[0]["limit"]["widths"][::-1]
