@@ -191,3 +191,9 @@ def test_limit_gaps_agree_with_the_committed_limit_claim():
     for s, g in row["limit"]["gap"].items():
         assert f"{s} {max(x[1] for x in g):.1f}" in detail
     assert row["limit"]["worst"][2] == pytest.approx(max(max(x[1] for x in g) for g in row["limit"]["gap"].values()))
+
+
+def test_the_limit_table_fits_80_columns():
+    row, *_ = _paper_row()
+    lines = ensemble.format_limit([row]).splitlines()
+    assert max(len(line) for line in lines) <= 80 and lines[-1].split()[:3] == ["42", row["limit"]["worst"][0], "0.01"]

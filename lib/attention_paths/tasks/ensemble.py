@@ -118,8 +118,8 @@ def format_limit(rows: list[dict]) -> str:
         return ""
     n1, n0 = rows[0]["limit"]["widths"][::-1]
     lines = [
-        "largest |theory - GP| (points) at the largest width: its set and temperature, the same cell one",
-        "width down, and the largest gap at the largest width over the other temperatures",
+        "largest |theory - GP| (points) at the largest width, where it sits (set, tau),",
+        "the same cell one width down, and the largest over the other temperatures:",
         f"{'seed':>4}  {'set':<13}{'tau':>6}{f'N={n1}':>9}{f'N={n0}':>8}{'other taus':>12}",
     ]
     for r in rows:
