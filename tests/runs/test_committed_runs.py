@@ -59,9 +59,7 @@ def test_a_reloaded_theory_run_writes_back_the_summary_it_was_read_from(theory_r
     import json
 
     summary, arrays = oneshot.oneshot_summary(theory_run)
-    stored = json.loads((DATA / "omniglot-theory" / "paper-sizes-paper-network" / "summary.json").read_text())
-    for key in ("wall_seconds", "provenance", "format"):
-        stored.pop(key, None)
+    stored = _stored_summary(DATA / "omniglot-theory" / "paper-sizes-paper-network")
     assert json.loads(json.dumps(summary, default=lambda a: a.tolist())) == stored
     assert list(summary) == list(stored)  # the same fields, in the same order
     stored_arrays = np.load(DATA / "omniglot-theory" / "paper-sizes-paper-network" / "arrays.npz")
@@ -92,9 +90,7 @@ def test_a_reloaded_pruning_run_writes_back_the_summary_it_was_read_from(pruning
     import json
 
     summary, arrays = pruning.pruning_summary(pruning_run)
-    stored = json.loads((DATA / "pruning" / "paper-network" / "summary.json").read_text())
-    for key in ("wall_seconds", "provenance", "format"):
-        stored.pop(key, None)
+    stored = _stored_summary(DATA / "pruning" / "paper-network")
     assert json.loads(json.dumps(summary, default=lambda a: a.tolist())) == stored
     assert list(summary) == [k for k in stored]  # the same fields, in the same order
     for s in pruning_run.n_episodes:
@@ -256,9 +252,17 @@ def test_every_committed_theory_run_reloads_and_writes_back_its_summary(name):
     folder = DATA / "omniglot-theory" / name
     run = experiments.load_run(folder, "omniglot-theory")
     summary, _ = oneshot.oneshot_summary(run)
-    stored = json.loads((folder / "summary.json").read_text())
-    for key in ("wall_seconds", "provenance", "format"):
-        stored.pop(key, None)
+    stored = _stored_summary(folder)
     written = json.loads(json.dumps(summary, default=lambda a: a.tolist()))
     assert {k: v for k, v in written.items() if k in stored} == stored
     assert {k: written[k] for k in set(written) - set(stored)} in ({}, {"edge": None, "paired": {}})
+
+
+def _stored_summary(folder):
+    """A committed run's summary.json without what only the writer adds (wall time, provenance, format)."""
+    import json
+
+    stored = json.loads((folder / "summary.json").read_text())
+    for key in ("wall_seconds", "provenance", "format"):
+        stored.pop(key, None)
+    return stored
