@@ -301,21 +301,47 @@ def test_readorder_extension_moves_pages_last():
 
 
 def test_stored_hmc_result_keeps_the_headline_task_whole():
-    from attention_paths.tasks.markov import HMCTask
+    from attention_paths.tasks.markov import HMCResult, HMCSeeds, HMCTask, SeedSet, WidthSweep
 
     def task():
         z = np.zeros((3, 2))
         return HMCTask("main", np.ones((4, 5, 6)), z, np.ones((7, 5, 6)), z, [], z, ("g",), z, z, z, z)
 
-    res = {
-        "sets": [{"k": k, "main": task(), "noisy": task(), "sweep": {"accuracy": [k]}} for k in range(3)],
-        "config": {},
-    }
+    def seed_set(k):
+        a = np.array([float(k)])
+        sw = WidthSweep(widths=a, U=a, accuracy=a, gp_accuracy=k, grad_max=a, hessian_min_eig=a, iterations=a)
+        return SeedSet(
+            k=k,
+            seeds=HMCSeeds(),
+            sweep=sw,
+            noisy_sweep=sw,
+            gp_all=k,
+            gp_g=k,
+            gp_gd=k,
+            alone_network=a,
+            alone_mask=a,
+            head_scores=[],
+            noisy_diagonal_only=a,
+            noisy_equalised_diagonal=a,
+            main=task(),
+            noisy=task(),
+        )
+
+    res = HMCResult(
+        scale="quick",
+        config=None,
+        sets=[seed_set(k) for k in range(3)],
+        theory_seconds=0.0,
+        kernels={},
+        kernel_subset=np.arange(2),
+        alignment={},
+    )
     slim = stages.slim_hmc_result(res)
-    assert slim["sets"][0]["main"].x_test.shape == (7, 5, 6)  # the chapter's data figure uses it
-    assert all(s["main"].x_test.size == 0 and s["noisy"].x_train.size == 0 for s in slim["sets"][1:])
-    assert [s["sweep"] for s in slim["sets"]] == [s["sweep"] for s in res["sets"]]
-    assert res["sets"][1]["main"].x_test.shape == (7, 5, 6)  # the live result is untouched
+    assert slim.sets[0].main.x_test.shape == (7, 5, 6)  # the chapter's data figure uses it
+    assert all(s.main.x_test.size == 0 and s.noisy.x_train.size == 0 for s in slim.sets[1:])
+    assert [s.sweep for s in slim.sets] == [s.sweep for s in res.sets]
+    assert all(s.main.features_train is t.main.features_train for s, t in zip(slim.sets, res.sets))
+    assert res.sets[1].main.x_test.shape == (7, 5, 6)  # the live result is untouched
 
 
 def test_a_recomputed_stage_with_new_output_reruns_its_dependants(tmp_path):

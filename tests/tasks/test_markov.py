@@ -1,6 +1,7 @@
 """The hidden-Markov-chain task: generator statistics, heads, reference networks and the chapter's claims."""
 
 import dataclasses
+import json
 import warnings
 
 import numpy as np
@@ -162,19 +163,19 @@ def theory_res():
 @pytest.mark.slow
 def test_paper_claims_hold_for_the_theory(theory_res):
     """H1-H5, H7-H10 on the paper-sized theory, on the reference's inputs (the headline) and 5 numpy sets."""
-    assert [s["seeds"].generator for s in theory_res["sets"]] == ["torch-reference"] + ["numpy-pcg64"] * 5
+    assert [s.seeds.generator for s in theory_res.sets] == ["torch-reference"] + ["numpy-pcg64"] * 5
     claims = markov.hmc_claims(theory_res)
     assert {c["id"] for c in claims} >= {"H1", "H2", "H3", "H4", "H5", "H7", "H7b", "H8", "H8b", "H9", "H10"}
     failed = [c for c in claims if not c["passed"]]
     assert not failed, failed
     # every solve converged to a verified minimum
-    for s in theory_res["sets"]:
-        for r in s["sweep"]["results"] + s["noisy_sweep"]["results"]:
+    for s in theory_res.sets:
+        for r in s.sweep.results + s.noisy_sweep.results:
             assert r.converged and r.hessian_min_eig > 0
     text = format_claims(claims)
     assert text.count("[pass]") == len(claims) and "FAIL" not in text
-    assert len(markov.format_seed_sets(theory_res).splitlines()) == 1 + len(theory_res["sets"])
-    assert len(markov.format_sweep(theory_res["sets"][0]["sweep"]).splitlines()) == 1 + 7
+    assert len(markov.format_seed_sets(theory_res).splitlines()) == 1 + len(theory_res.sets)
+    assert len(markov.format_sweep(theory_res.headline.sweep).splitlines()) == 1 + 7
 
 
 @pytest.mark.slow
@@ -188,28 +189,46 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     )
     from attention_paths.sampling import SamplingWarning
 
-    res = dict(theory_res)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplingWarning)  # a deliberately short run
-        res["samples"] = markov.sample_hmc(theory_res["sets"][0], cfg)
-    smp = res["samples"]["main"][10]["rao-blackwell"]
+        res = dataclasses.replace(theory_res, sampled=markov.sample_hmc(theory_res.headline, cfg))
+    run = res.sampled_run("main", 10, "rao-blackwell")
+    smp = run.samples
     summary, arrays = markov.hmc_summary(res)
+    assert [c["id"] for c in summary["claims"]][-1] == "H6"  # checked on the live result's samples
     summary["provenance"] = {"git_commit": None, "platform": "test", "time_utc": "now"}
     results.write(tmp_path, summary, arrays)
     loaded = experiments.load_run(tmp_path, "hmc")
-    assert [s["generator"] for s in loaded["seed_sets"]] == ["torch-reference"] + ["numpy-pcg64"] * 5
-    assert loaded["seed_sets"][0]["label"] == "reference" and loaded["seed_sets"][0]["seeds"]["train"] == 27
-    e = loaded["sampled"]["main_N10_rao-blackwell"]
-    np.testing.assert_allclose(e["arrays"]["U_hat"], smp.U_hat)
-    np.testing.assert_allclose(e["arrays"]["mean"], smp.predictive_mean)
-    assert e["accuracy_percent"] == smp.accuracy(theory_res["sets"][0]["main"].y_test)
+    assert isinstance(loaded, markov.HMCResult) and not loaded.live and loaded.claims == summary["claims"]
+    assert [s.seeds.generator for s in loaded.sets] == ["torch-reference"] + ["numpy-pcg64"] * 5
+    assert loaded.headline.label == "reference" and loaded.headline.seeds.train == 27
+    assert loaded.config == res.config  # the sizes come back as the same dataclass
+    for a, b in zip(loaded.sets, res.sets):  # every seed set's numbers come back
+        for sw, tw in ((a.sweep, b.sweep), (a.noisy_sweep, b.noisy_sweep)):
+            np.testing.assert_array_equal(sw.U, tw.U)
+            np.testing.assert_array_equal(sw.accuracy, tw.accuracy)
+            np.testing.assert_array_equal(sw.hessian_min_eig, tw.hessian_min_eig)
+            assert sw.gp_accuracy == tw.gp_accuracy
+        np.testing.assert_array_equal(a.noisy_diagonal_only, b.noisy_diagonal_only)
+        assert (a.k, a.gp_g, a.head_scores) == (b.k, b.gp_g, b.head_scores)
+    e = loaded.sampled_run("main", 10, "rao-blackwell")
+    np.testing.assert_allclose(e.U_hat, smp.U_hat)
+    np.testing.assert_allclose(e.mean, smp.predictive_mean)
+    assert e.accuracy == smp.accuracy(theory_res.headline.main.y_test) and e.samples is None
+    # written back, the reloaded result gives the same summary and arrays
+    again, again_arrays = markov.hmc_summary(loaded)
+    plain = lambda d: json.loads(json.dumps(d, default=lambda a: a.tolist()))  # noqa: E731
+    assert plain(again) == plain({k: v for k, v in summary.items() if k != "provenance"})
+    assert sorted(again_arrays) == sorted(arrays)
+    for k in arrays:
+        np.testing.assert_array_equal(again_arrays[k], arrays[k])
     # even a short run reproduces the theory's signs and its accuracy within a few points (H6)
     records = markov.sampling_records(res, loaded)
     assert [r["source"] for r in records] == ["this build", "committed"]
     table = markov.format_sampling(records, res).splitlines()
     assert len(table) == 7 and table[3] == ""  # two tables of a header and two runs each
     assert max(len(line) for line in table) <= 80
-    Ustar = theory_res["sets"][0]["sweep"]["U"][0]
+    Ustar = theory_res.headline.sweep.U[0]
     big = np.abs(Ustar) > 0.1 * np.abs(Ustar).max()
     assert np.all(np.sign(smp.U_hat[big]) == np.sign(Ustar[big]))
     # a damaged result is reported, a missing one is None

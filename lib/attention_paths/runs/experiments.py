@@ -66,22 +66,20 @@ def run_experiment(
         if isinstance(res, oneshot.OneShotResult):  # {width: PosteriorSamples}
             for N, smp in res.samples.items():
                 smp.save(out / f"samples_N{N}_{smp.kind}.npz")
-        for net, per_N in (res.get("samples", {}) if isinstance(res, dict) else {}).items():
-            for N, entry in per_N.items():
-                for kind, smp in entry.items():
-                    smp.save(out / f"samples_{net}_N{N}_{kind}.npz")
+        if isinstance(res, markov.HMCResult):  # {"<network>_N<width>_<sampler>": SampledRun}
+            for key, r in res.sampled.items():
+                r.samples.save(out / f"samples_{key}.npz")
     results.write(out, summary, arrays)
     return summary
 
 
-def load_run(folder, experiment: str) -> dict | None:
+def load_run(folder, experiment: str):
     """An experiment's results folder (``python -m attention_paths <experiment> --out folder``, or committed
     under ``data/``), checked and assembled for the chapters by the experiment's reader (:data:`READERS`);
     ``None`` when ``folder/summary.json`` does not exist.  A damaged run, or one of another experiment,
     raises ``ValueError``.
 
-    * ``hmc``: the summary, with every sampling run's arrays (posterior ``mean``, ``var``, ``mcse``,
-      ``U_hat``) under ``summary["sampled"][key]["arrays"]``, ``key = "<network>_N<width>_<sampler>"``;
+    * ``hmc``: a :class:`~attention_paths.tasks.markov.HMCResult`;
     * ``omniglot-theory``: a :class:`~attention_paths.tasks.oneshot.OneShotResult`;
     * ``pruning``: a :class:`~attention_paths.tasks.pruning.PruningResult`.
     """

@@ -231,18 +231,16 @@ def stage_pruning(ctx: StageContext) -> dict:
     return {"claims": {c["id"]: c["passed"] for c in summary["claims"]}}
 
 
-def slim_hmc_result(res: dict) -> dict:
-    """The hmc result without the raw input sequences of the seed sets other than the headline one (the
-    chapter uses only their sweeps; 57 MB per task at the paper's 1000 test sequences)."""
+def slim_hmc_result(res):
+    """The hmc result (:class:`~attention_paths.tasks.markov.HMCResult`) without the raw input sequences of
+    the seed sets other than the headline one (the chapter uses only their sweeps; 57 MB per task at the
+    paper's 1000 test sequences)."""
 
-    sets = [res["sets"][0]]
-    for s in res["sets"][1:]:
-        s = dict(s)
-        for net in ("main", "noisy"):
-            if net in s:
-                s[net] = dataclasses.replace(s[net], x_train=np.empty(0), x_test=np.empty(0))
-        sets.append(s)
-    return dict(res, sets=sets)
+    def slim(task):
+        return None if task is None else dataclasses.replace(task, x_train=np.empty(0), x_test=np.empty(0))
+
+    sets = [res.sets[0]] + [dataclasses.replace(s, main=slim(s.main), noisy=slim(s.noisy)) for s in res.sets[1:]]
+    return dataclasses.replace(res, sets=sets)
 
 
 _STORABLE = {"hmc": slim_hmc_result}

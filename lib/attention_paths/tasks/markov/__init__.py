@@ -24,7 +24,8 @@ attends uniformly; a *random* head has Gaussian entries and gives sharp, task-ir
 
 The task is called ``markov`` (not ``hmc``): the project's samplers are Hamiltonian Monte Carlo.  Its
 modules: :mod:`.data` (sequences), :mod:`.heads`, :mod:`.task` (seeds, the network's features, path
-order parameters), :mod:`.mechanism` (the g-d mechanism), :mod:`.experiment` (sizes, run, summary),
+order parameters), :mod:`.mechanism` (the g-d mechanism), :mod:`.result` (the result type), :mod:`.experiment` (sizes,
+run, summary),
 :mod:`.claims` and :mod:`.tables`.  The command line's experiment keeps the name ``hmc``.
 """
 
@@ -56,6 +57,7 @@ from attention_paths.tasks.markov.mechanism import (
     difference_scan,
     repeat_coordinate,
 )
+from attention_paths.tasks.markov.result import HMCResult, SampledRun, SeedSet, WidthSweep
 from attention_paths.tasks.markov.tables import format_sampling, format_seed_sets, format_sweep, sampling_records
 from attention_paths.tasks.markov.task import (
     MAIN_ORDER,
@@ -64,7 +66,6 @@ from attention_paths.tasks.markov.task import (
     HMCSeeds,
     HMCTask,
     make_hmc_task,
-    seed_set_label,
     single_path_U,
     subnetwork_U,
 )
@@ -85,7 +86,6 @@ __all__ = [
     "NOISY_PATHS",
     "single_path_U",
     "subnetwork_U",
-    "seed_set_label",
     "good_head",
     "uniform_head",
     "random_head",
@@ -94,6 +94,10 @@ __all__ = [
     "cross_weight_ratio",
     "difference_scan",
     "HMC_EXPERIMENT",
+    "HMCResult",
+    "SeedSet",
+    "WidthSweep",
+    "SampledRun",
     "HMCExperimentConfig",
     "theory_sweep",
     "ablations",

@@ -7,7 +7,7 @@ import numpy as np
 
 from attention_paths import sampling
 from attention_paths.tasks.claim import check_table, claim
-from attention_paths.tasks.markov.task import seed_set_label
+from attention_paths.tasks.markov.result import HMCResult, SeedSet
 
 __all__ = ["hmc_claims"]
 
@@ -17,27 +17,26 @@ def _monotone_decreasing(a, slack: float) -> bool:
     return bool(np.all(np.diff(a) <= slack))
 
 
-def _h1(s: dict) -> tuple[bool, str]:
-    a, gp = s["sweep"]["accuracy"], s["gp_all"]
+def _h1(s: SeedSet) -> tuple[bool, str]:
+    a, gp = s.sweep.accuracy, s.gp_all
     return (
         a[0] >= gp + 5 and _monotone_decreasing(a, 0.5) and abs(a[-1] - gp) <= 2.0,
-        f"theory {a[0]:.1f}% at N={s['sweep']['widths'][0]} -> {a[-1]:.1f}% at "
-        f"N={s['sweep']['widths'][-1]}, GP {gp:.1f}%",
+        f"theory {a[0]:.1f}% at N={s.sweep.widths[0]} -> {a[-1]:.1f}% at N={s.sweep.widths[-1]}, GP {gp:.1f}%",
     )
 
 
-def _h2(s: dict) -> tuple[bool, str]:
-    a, b = s["alone_network"], s["alone_mask"]
+def _h2(s: SeedSet) -> tuple[bool, str]:
+    a, b = s.alone_network, s.alone_mask
     ok = a[0] >= 88 and np.all(a[1:] < 60) and b[0] > np.max(b[1:]) + 20
     return ok, f"network variant g, a1, d, a2 = {np.round(a, 1).tolist()}%; mask variant {np.round(b, 1).tolist()}%"
 
 
-def _h3(s: dict) -> tuple[bool, str]:
-    return s["gp_all"] < s["gp_g"] - 3, f"all-paths GP {s['gp_all']:.1f}% vs path-g GP {s['gp_g']:.1f}%"
+def _h3(s: SeedSet) -> tuple[bool, str]:
+    return s.gp_all < s.gp_g - 3, f"all-paths GP {s.gp_all:.1f}% vs path-g GP {s.gp_g:.1f}%"
 
 
-def _h5(s: dict) -> tuple[bool, str]:
-    U = s["sweep"]["U"]
+def _h5(s: SeedSet) -> tuple[bool, str]:
+    U = s.sweep.U
     U10, Ubig = U[0], U[-1]
     g, a1, d, a2 = 0, 1, 2, 3
     off = np.abs(U10 - np.diag(np.diag(U10)))
@@ -58,25 +57,25 @@ def _h5(s: dict) -> tuple[bool, str]:
     return ok, (
         f"U(N=10): gg {U10[g, g]:.2f}, dd {U10[d, d]:.2f}, gd {U10[g, d]:.2f}, a1a1 {U10[a1, a1]:.2f}, "
         f"a2a2 {U10[a2, a2]:.2f}, other |off-diag| <= {off.max():.2f}; max|U - I| falls from "
-        f"{dev[0]:.2f} to {dev[-1]:.3f} at N={s['sweep']['widths'][-1]} (off-diagonal <= {off_big:.3f})"
+        f"{dev[0]:.2f} to {dev[-1]:.3f} at N={s.sweep.widths[-1]} (off-diagonal <= {off_big:.3f})"
     )
 
 
-def _h8(s: dict) -> tuple[bool, str]:
-    a, gp, U10 = s["noisy_sweep"]["accuracy"], s["noisy_sweep"]["gp_accuracy"], s["noisy_sweep"]["U"][0]
+def _h8(s: SeedSet) -> tuple[bool, str]:
+    a, gp, U10 = s.noisy_sweep.accuracy, s.noisy_sweep.gp_accuracy, s.noisy_sweep.U[0]
     return a[0] >= gp + 5 and _monotone_decreasing(a, 0.5) and U10[
         0, 1
     ] < 0, f"theory {a[0]:.1f}% at N=10 vs GP {gp:.1f}%; U_gd(N=10) = {U10[0, 1]:.2f}"
 
 
-def _h8b(s: dict) -> tuple[bool, str]:
-    gain = s["noisy_sweep"]["accuracy"][0] - s["noisy_sweep"]["gp_accuracy"]
-    kept = s["noisy_diagonal_only"][0] - s["noisy_sweep"]["gp_accuracy"]
+def _h8b(s: SeedSet) -> tuple[bool, str]:
+    gain = s.noisy_sweep.accuracy[0] - s.noisy_sweep.gp_accuracy
+    kept = s.noisy_diagonal_only[0] - s.noisy_sweep.gp_accuracy
     return kept < 0.5 * gain, f"gain over GP at N=10: full U {gain:.1f} points, diagonal only {kept:.1f} points"
 
 
-def _h10(s: dict) -> tuple[bool, str]:
-    (good1, rand1), (unif2, rand2) = s["head_scores"]
+def _h10(s: SeedSet) -> tuple[bool, str]:
+    (good1, rand1), (unif2, rand2) = s.head_scores
     return (
         rand2 < rand1 < good1 < unif2,
         f"scores: (2)random {rand2:.2f} < (1)random {rand1:.2f} < (1)good {good1:.2f} < (2)uniform {unif2:.2f}",
@@ -95,14 +94,14 @@ SEED_SET_CLAIMS = (
 )
 
 
-def _h4(res: dict) -> tuple[bool, str]:
-    s0 = res["sets"][0]
-    a10, gd = s0["sweep"]["accuracy"][0], s0["gp_gd"]
+def _h4(res: HMCResult) -> tuple[bool, str]:
+    s0 = res.headline
+    a10, gd = s0.sweep.accuracy[0], s0.gp_gd
     return a10 >= gd - 1.0, f"theory {a10:.1f}% vs g+d GP {gd:.1f}%"
 
 
-def _h7(res: dict) -> tuple[bool, str]:
-    al = res["alignment"]
+def _h7(res: HMCResult) -> tuple[bool, str]:
+    al = res.alignment
     top_rn, top_gp = float(np.max(al["renormalised"][:5])), float(np.max(al["GP"][:5]))
     return (
         top_rn > 1.5 * top_gp,
@@ -110,8 +109,8 @@ def _h7(res: dict) -> tuple[bool, str]:
     )
 
 
-def _h7b(res: dict) -> tuple[bool, str]:
-    bc = res["block_contrast"]
+def _h7b(res: HMCResult) -> tuple[bool, str]:
+    bc = res.block_contrast
     return (
         bc["renormalised"] > 2 * bc["GP"] and bc["renormalised"] > 0.1,
         f"block contrast (within- minus between-class mean, in off-diagonal standard deviations): "
@@ -119,8 +118,8 @@ def _h7b(res: dict) -> tuple[bool, str]:
     )
 
 
-def _h9(res: dict) -> tuple[bool, str]:
-    fails = {cid: [seed_set_label(s) for s in res["sets"] if not fn(s)[0]] for cid, _, fn in SEED_SET_CLAIMS}
+def _h9(res: HMCResult) -> tuple[bool, str]:
+    fails = {cid: [s.label for s in res.sets if not fn(s)[0]] for cid, _, fn in SEED_SET_CLAIMS}
     bad = {c: ks for c, ks in fails.items() if ks}
     return not bad, "all hold" if not bad else f"failing (claim: seed sets) {bad}"
 
@@ -134,8 +133,9 @@ RESULT_CLAIMS = (
 )
 
 
-def hmc_claims(res: dict) -> list[dict]:
-    """Check the claims of spec §A.7 on the numbers of :func:`run_hmc`; one record per claim.
+def hmc_claims(res: HMCResult) -> list[dict]:
+    """Check the claims of spec §A.7 on a live :func:`run_hmc` result; one record per claim (a reloaded
+    result carries those it was written with, ``res.claims``).
 
     Each record has ``id``, ``claim``, ``passed`` (bool) and ``detail`` (the numbers behind it).  The
     thresholds turn the spec's words into numbers: "wide margin" = 5 accuracy points, "near chance" =
@@ -145,29 +145,26 @@ def hmc_claims(res: dict) -> list[dict]:
     monotonically) and its off-diagonal entries are below 0.05.
     """
 
-    claims = check_table(SEED_SET_CLAIMS, res["sets"][0])
-    claims += [claim(cid, text.format(n_sets=len(res["sets"])), *check(res)) for cid, text, check in RESULT_CLAIMS]
+    claims = check_table(SEED_SET_CLAIMS, res.headline)
+    claims += [claim(cid, text.format(n_sets=len(res.sets)), *check(res)) for cid, text, check in RESULT_CLAIMS]
     return claims + _sampling_claims(res)
 
 
-def _sampling_claims(res: dict) -> list[dict]:
+def _sampling_claims(res: HMCResult) -> list[dict]:
     """H6 (4-path) and H6b (2-path): theory and each sampler's samples agree at N = 10, where sampled."""
-    s0, claims = res["sets"][0], []
+    s0, claims = res.headline, []
     for net, label in (("main", "4-path"), ("noisy", "2-path")):
-        entry = res["samples"].get(net, {}).get(10)
-        if not entry:
-            continue
-        sw = s0["sweep"] if net == "main" else s0["noisy_sweep"]
-        for smp in entry.values():
-            ok, detail = _agreement(smp, sw["predictions"][0], sw["U"][0], s0[net].y_test)
-            text = f"{label} network, N=10: theory and {smp.kind} posterior samples agree"
+        sw = s0.sweep_of(net)
+        for run in (r for r in res.sampled.values() if r.network == net and r.N == 10):
+            ok, detail = _agreement(run, sw.predictions[0], sw.U[0], getattr(s0, net).y_test)
+            text = f"{label} network, N=10: theory and {run.kind} posterior samples agree"
             claims.append(claim("H6" if net == "main" else "H6b", text, ok, detail))
     return claims
 
 
 def _agreement(smp, th_pred, Ustar, y_test) -> tuple[bool, str]:
     """Theory vs samples at one width: accuracy, correlation of means, sign pattern and size of U."""
-    m = sampling.mean_agreement(smp.predictive_mean, th_pred.mean, y_test)
+    m = sampling.mean_agreement(smp.mean, th_pred.mean, y_test)
     u = sampling.order_parameter_agreement(smp.U_hat, Ustar)
     acc_s, acc_t, corr, signs, rel = m["sampled"], m["theory"], m["corr"], u["signs_equal"], u["max_rel_error"]
     ok = abs(acc_s - acc_t) <= 2.0 and corr > 0.95 and signs and rel <= 0.15

@@ -14,6 +14,7 @@ from attention_paths import sampling
 from attention_paths.base import validate
 from attention_paths.base.config import get_scale
 from attention_paths.tasks.markov.claims import hmc_claims
+from attention_paths.tasks.markov.result import HMCResult, SampledRun, SeedSet, WidthSweep
 from attention_paths.tasks.markov.task import (
     MAIN_PATHS,
     NOISY_PATHS,
@@ -21,7 +22,6 @@ from attention_paths.tasks.markov.task import (
     HMCTask,
     _accuracy_with,
     make_hmc_task,
-    seed_set_label,
     single_path_U,
     subnetwork_U,
 )
@@ -84,28 +84,27 @@ HMC_EXPERIMENT = {
 }
 
 
-def theory_sweep(task: HMCTask, widths, tau: float, progress: bool = False) -> dict:
-    """Order parameter and test accuracy of ``task`` at every width (solved from the widest down).
-
-    Returns a dict with ``widths`` (ascending), the :class:`~attention_paths.theory.solver.SolveResult` list,
-    ``U`` [n_widths, Pi, Pi], ``accuracy`` [n_widths], the GP accuracy and the theory :class:`Prediction`
-    objects.
-    """
+def theory_sweep(task: HMCTask, widths, tau: float, progress: bool = False) -> WidthSweep:
+    """Order parameter and test accuracy of ``task`` at every width (solved from the widest down), with
+    the GP's accuracy: a :class:`~.result.WidthSweep` (widths ascending)."""
     widths = sorted(widths)
     kernel = PathKernel(task.features_train)
     actions = [Action(kernel, task.y_train, tau, Architecture.uniform(task.heads, N)) for N in reversed(widths)]
     results = solve_continuation(actions, progress=progress, desc=f"{task.name} widths")[::-1]
     preds = [predict(r.U, task.features_train, task.y_train, tau, task.features_test) for r in results]
     gp = predict(np.eye(task.n_paths), task.features_train, task.y_train, tau, task.features_test)
-    return {
-        "widths": np.array(widths),
-        "results": results,
-        "U": np.array([r.U for r in results]),
-        "predictions": preds,
-        "accuracy": np.array([p.accuracy(task.y_test) for p in preds]),
-        "gp": gp,
-        "gp_accuracy": gp.accuracy(task.y_test),
-    }
+    return WidthSweep(
+        widths=np.array(widths),
+        U=np.array([r.U for r in results]),
+        accuracy=np.array([p.accuracy(task.y_test) for p in preds]),
+        gp_accuracy=gp.accuracy(task.y_test),
+        grad_max=np.array([float(r.grad_max) for r in results]),
+        hessian_min_eig=np.array([float(r.hessian_min_eig) for r in results]),
+        iterations=np.array([int(r.n_iter) for r in results]),
+        results=results,
+        predictions=preds,
+        gp=gp,
+    )
 
 
 def ablations(U) -> dict:
@@ -123,7 +122,7 @@ def ablations(U) -> dict:
     }
 
 
-def seed_set_summary(k, widths, tau: float, P: int = 100, P_test: int = 1000, seeds: HMCSeeds | None = None) -> dict:
+def seed_set_summary(k, widths, tau: float, P: int = 100, P_test: int = 1000, seeds: HMCSeeds | None = None) -> SeedSet:
     """Theory, GP lines, "each path alone" and the 2-path network for one seed set (robustness, H9).
 
     ``k``: the numpy seed set :meth:`HMCSeeds.shifted` ``(k)``, or ``"ref"`` with ``seeds`` =
@@ -134,27 +133,26 @@ def seed_set_summary(k, widths, tau: float, P: int = 100, P_test: int = 1000, se
     sw = theory_sweep(main, widths, tau)
     noisy = make_hmc_task("noisy", seeds, P, P_test)
     nsw = theory_sweep(noisy, widths, tau)
-    out = {
-        "k": k,
-        "seeds": seeds,
-        "main": main,
-        "sweep": sw,
-        "noisy": noisy,
-        "noisy_sweep": nsw,
-        "gp_all": sw["gp_accuracy"],
-        "gp_g": _accuracy_with(main, subnetwork_U(4, [0]), tau),
-        "gp_gd": _accuracy_with(main, subnetwork_U(4, [0, 2]), tau),
-        "alone_network": np.array([_accuracy_with(main, single_path_U(4, p), tau) for p in range(4)]),
-        "alone_mask": np.array([_accuracy_with(main, single_path_U(4, p, False), tau) for p in range(4)]),
-        "head_scores": [s.tolist() for s in head_scores(sw["U"][0], main.heads)],
-    }
-    abl = [ablations(U) for U in nsw["U"]]
-    out["noisy_diagonal_only"] = np.array([_accuracy_with(noisy, a["diagonal_only"], tau) for a in abl])
-    out["noisy_equalised_diagonal"] = np.array([_accuracy_with(noisy, a["equalised_diagonal"], tau) for a in abl])
-    return out
+    abl = [ablations(U) for U in nsw.U]
+    return SeedSet(
+        k=k,
+        seeds=seeds,
+        main=main,
+        sweep=sw,
+        noisy=noisy,
+        noisy_sweep=nsw,
+        gp_all=sw.gp_accuracy,
+        gp_g=_accuracy_with(main, subnetwork_U(4, [0]), tau),
+        gp_gd=_accuracy_with(main, subnetwork_U(4, [0, 2]), tau),
+        alone_network=np.array([_accuracy_with(main, single_path_U(4, p), tau) for p in range(4)]),
+        alone_mask=np.array([_accuracy_with(main, single_path_U(4, p, False), tau) for p in range(4)]),
+        head_scores=[s.tolist() for s in head_scores(sw.U[0], main.heads)],
+        noisy_diagonal_only=np.array([_accuracy_with(noisy, a["diagonal_only"], tau) for a in abl]),
+        noisy_equalised_diagonal=np.array([_accuracy_with(noisy, a["equalised_diagonal"], tau) for a in abl]),
+    )
 
 
-def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = True) -> dict:
+def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = True) -> HMCResult:
     """Everything the hidden-Markov-chain chapter shows (spec §A.6, claims §A.7).
 
     Theory at the paper's sizes on the reference's data (``sets[0]``, the headline; spec §A.1b) and on
@@ -170,10 +168,8 @@ def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = Tru
     sets = [seed_set_summary("ref", widths, tau, cfg.P, cfg.P_test, HMCSeeds.reference())]
     sets += [seed_set_summary(k, widths, tau, cfg.P, cfg.P_test) for k in range(cfg.seed_sets)]
     theory_seconds = time.perf_counter() - t0
-    head = sets[0]
-    main, sw = head["main"], head["sweep"]
-    i10 = list(sw["widths"]).index(10)
-    U10 = sw["U"][i10]
+    main, sw = sets[0].main, sets[0].sweep
+    U10 = sw.U[sw.at(10)]
     sub = np.concatenate([np.array(s) for s in cfg.kernel_subset])
     Xs = main.features_train[sub]
     Pi = main.n_paths
@@ -181,54 +177,46 @@ def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = Tru
     kernels["GP"] = gp_kernel(Xs)
     kernels["renormalised"] = renormalized_kernel(U10, Xs)
     K_gp, K_rn = gp_kernel(main.features_train), renormalized_kernel(U10, main.features_train)
-    contrast = {
-        "GP": class_block_contrast(K_gp, main.y_train),
-        "renormalised": class_block_contrast(K_rn, main.y_train),
-    }
-    res = {
-        "scale": scale,
-        "config": asdict(cfg),
-        "sets": sets,
-        "theory_seconds": theory_seconds,
-        "block_contrast": contrast,
-        "kernels": kernels,
-        "kernel_subset": sub,
-        "alignment": {
+    return HMCResult(
+        scale=scale,
+        config=cfg,
+        sets=sets,
+        theory_seconds=theory_seconds,
+        kernels=kernels,
+        kernel_subset=sub,
+        alignment={
             "GP": kernel_alignment(K_gp, main.y_train, cfg.n_align),
             "renormalised": kernel_alignment(K_rn, main.y_train, cfg.n_align),
         },
-        "samples": {"main": {}, "noisy": {}},
-    }
-    if sample:
-        res["samples"] = sample_hmc(head, cfg, progress)
-    return res
+        block_contrast={
+            "GP": class_block_contrast(K_gp, main.y_train),
+            "renormalised": class_block_contrast(K_rn, main.y_train),
+        },
+        sampled=sample_hmc(sets[0], cfg, progress) if sample else {},
+    )
 
 
-def sample_hmc(head: dict, cfg: HMCExperimentConfig, progress: bool = False) -> dict:
-    """Posterior samples of the 4-path and 2-path networks at the widths listed in ``cfg.sampling``.
-
-    Returns ``{network: {N: {kind: PosteriorSamples}}}``, ``kind`` one of ``sampling.SAMPLER_KINDS`` in that
-    order.
-    """
+def sample_hmc(head: SeedSet, cfg: HMCExperimentConfig, progress: bool = False) -> dict[str, SampledRun]:
+    """Posterior samples of the 4-path and 2-path networks of the seed set ``head`` at the widths listed in
+    ``cfg.sampling``: ``{key: SampledRun}`` (:attr:`~.result.SampledRun.key`), per network and width in the
+    order of ``sampling.SAMPLER_KINDS``."""
     sconf = sampling.SamplerConfig(**cfg.sampler)
     out = {}
     for net in ("main", "noisy"):
-        task = head[net]
+        task = getattr(head, net)
         plan = cfg.sampling[net]
         unknown = set(plan) - set(sampling.SAMPLER_KINDS)
         if unknown:
             raise ValueError(
                 f"cfg.sampling[{net!r}] names unknown samplers {sorted(unknown)}: use {sampling.SAMPLER_KINDS}"
             )
-        out[net] = {}
         for N in sorted(set().union(*plan.values())):
             arch = Architecture.uniform(task.heads, N)
-            entry = {}
             with warnings.catch_warnings():
                 warnings.simplefilter("always", sampling.SamplingWarning)
                 for kind in sampling.SAMPLER_KINDS:
                     if N in plan.get(kind, ()):
-                        entry[kind] = sampling.sample(
+                        smp = sampling.sample(
                             kind,
                             task.features_train,
                             task.y_train,
@@ -239,109 +227,194 @@ def sample_hmc(head: dict, cfg: HMCExperimentConfig, progress: bool = False) -> 
                             config=sconf,
                             progress=progress,
                         )
-            out[net][N] = entry
+                        run = _sampled_run(net, N, smp, task.y_test)
+                        out[run.key] = run
     return out
 
 
-def hmc_summary(res: dict) -> tuple[dict, dict]:
-    """``(summary, arrays)`` of a :func:`run_hmc` result: the JSON record and the arrays of its results folder."""
+def _sampled_run(net: str, N: int, smp, y_test) -> SampledRun:
+    return SampledRun(
+        network=net,
+        N=int(N),
+        kind=smp.kind,
+        accuracy=smp.accuracy(y_test),
+        accuracy_mcse=smp.accuracy_mcse(y_test),
+        U_hat=smp.U_hat,
+        U_hat_mcse=smp.U_mcse(),
+        mean=smp.predictive_mean,
+        var=smp.predictive_var,
+        mcse=smp.mc_standard_error(),
+        wall_seconds=smp.wall_seconds,
+        settings=smp.settings,
+        diagnostics=smp.diagnostics,
+        samples=smp,
+    )
+
+
+def hmc_summary(res: HMCResult) -> tuple[dict, dict]:
+    """``(summary, arrays)`` of an :class:`~.result.HMCResult`: the JSON record and the arrays of its results
+    folder.  The claims are checked here on a live result; a reloaded one keeps those it was written with."""
     arrays = {
-        "alignment_GP": res["alignment"]["GP"],
-        "alignment_renormalised": res["alignment"]["renormalised"],
-        "kernel_subset": res["kernel_subset"],
+        "alignment_GP": res.alignment["GP"],
+        "alignment_renormalised": res.alignment["renormalised"],
+        "kernel_subset": res.kernel_subset,
     }
-    arrays.update({f"kernel_{k}": v for k, v in res["kernels"].items()})
-    sampled = _sampled_records(res, arrays)
-    for k, s in enumerate(res["sets"]):
-        arrays[f"set{k}_U_main"] = s["sweep"]["U"]
-        arrays[f"set{k}_U_noisy"] = s["noisy_sweep"]["U"]
-    arrays["widths"] = res["sets"][0]["sweep"]["widths"]
+    arrays.update({f"kernel_{k}": v for k, v in res.kernels.items()})
+    for key, r in res.sampled.items():
+        for part in _SAMPLED_ARRAYS:
+            arrays[f"sample_{key}_{part}"] = getattr(r, _SAMPLED_ARRAYS[part])
+    for k, s in enumerate(res.sets):
+        arrays[f"set{k}_U_main"] = s.sweep.U
+        arrays[f"set{k}_U_noisy"] = s.noisy_sweep.U
+    arrays["widths"] = res.headline.sweep.widths
     summary = {
         "experiment": "hmc",
-        "scale": res["scale"],
-        "config": res["config"],
+        "scale": res.scale,
+        "config": asdict(res.config),
         "path_names": {"main": list(MAIN_PATHS), "noisy": list(NOISY_PATHS)},
-        "seed_sets": [_seed_set_record(s) for s in res["sets"]],
-        "sampled": sampled,
-        "theory_seconds": res["theory_seconds"],
-        "claims": hmc_claims(res),
+        "seed_sets": [_seed_set_record(s) for s in res.sets],
+        "sampled": {key: _sampled_record(r) for key, r in res.sampled.items()},
+        "theory_seconds": res.theory_seconds,
+        "claims": hmc_claims(res) if res.live else res.claims,
     }
+    if res.block_contrast is not None:
+        summary["block_contrast"] = res.block_contrast
     return summary, arrays
 
 
-def _sweep_records(sw: dict) -> list[dict]:
+# the arrays of a sampling run in its results folder: name suffix -> SampledRun attribute
+_SAMPLED_ARRAYS = {"mean": "mean", "var": "var", "mcse": "mcse", "U_hat": "U_hat"}
+
+
+def _sweep_records(sw: WidthSweep) -> list[dict]:
     """One JSON row per width of a sweep: accuracy, solver report and ``U``."""
     return [
         {
             "N": int(N),
             "accuracy_percent": float(a),
-            "grad_max": float(r.grad_max),
-            "hessian_min_eig": float(r.hessian_min_eig),
-            "iterations": int(r.n_iter),
-            "U": r.U.tolist(),
+            "grad_max": float(g),
+            "hessian_min_eig": float(h),
+            "iterations": int(i),
+            "U": np.asarray(U).tolist(),
         }
-        for N, a, r in zip(sw["widths"], sw["accuracy"], sw["results"])
+        for N, a, g, h, i, U in zip(sw.widths, sw.accuracy, sw.grad_max, sw.hessian_min_eig, sw.iterations, sw.U)
     ]
 
 
-def _seed_set_record(s: dict) -> dict:
+def _seed_set_record(s: SeedSet) -> dict:
     """The JSON record of one seed set's theory: GP lines, single paths, both sweeps, the noisy controls."""
     return {
-        "seed_set": s["k"],
-        "label": seed_set_label(s),
-        "seeds": vars(s["seeds"]),
-        "generator": s["seeds"].generator,
-        "gp_all_percent": s["gp_all"],
-        "gp_path_g_percent": s["gp_g"],
-        "gp_paths_gd_percent": s["gp_gd"],
-        "path_alone_network_percent": dict(zip(MAIN_PATHS, s["alone_network"].tolist())),
-        "path_alone_mask_percent": dict(zip(MAIN_PATHS, s["alone_mask"].tolist())),
-        "head_scores": s["head_scores"],
-        "main": _sweep_records(s["sweep"]),
-        "noisy": _sweep_records(s["noisy_sweep"]),
-        "noisy_gp_percent": s["noisy_sweep"]["gp_accuracy"],
-        "noisy_diagonal_only_percent": s["noisy_diagonal_only"].tolist(),
-        "noisy_equalised_diagonal_percent": s["noisy_equalised_diagonal"].tolist(),
+        "seed_set": s.k,
+        "label": s.label,
+        "seeds": vars(s.seeds),
+        "generator": s.seeds.generator,
+        "gp_all_percent": s.gp_all,
+        "gp_path_g_percent": s.gp_g,
+        "gp_paths_gd_percent": s.gp_gd,
+        "path_alone_network_percent": dict(zip(MAIN_PATHS, np.asarray(s.alone_network).tolist())),
+        "path_alone_mask_percent": dict(zip(MAIN_PATHS, np.asarray(s.alone_mask).tolist())),
+        "head_scores": s.head_scores,
+        "main": _sweep_records(s.sweep),
+        "noisy": _sweep_records(s.noisy_sweep),
+        "noisy_gp_percent": s.noisy_sweep.gp_accuracy,
+        "noisy_diagonal_only_percent": np.asarray(s.noisy_diagonal_only).tolist(),
+        "noisy_equalised_diagonal_percent": np.asarray(s.noisy_equalised_diagonal).tolist(),
     }
 
 
-def _sampled_records(res: dict, arrays: dict) -> dict:
-    """The JSON record of every sampling run, keyed ``<network>_N<width>_<sampler>``; adds its arrays
-    (posterior mean, variance, Monte Carlo error, ``U_hat``) to ``arrays``."""
-    sampled = {}
-    for net, per_N in res["samples"].items():
-        task = res["sets"][0][net]
-        for N, entry in per_N.items():
-            for kind, smp in entry.items():
-                key = f"{net}_N{N}_{kind}"
-                arrays[f"sample_{key}_mean"] = smp.predictive_mean
-                arrays[f"sample_{key}_var"] = smp.predictive_var
-                arrays[f"sample_{key}_mcse"] = smp.mc_standard_error()
-                arrays[f"sample_{key}_U_hat"] = smp.U_hat
-                sampled[key] = {
-                    "network": net,
-                    "N": int(N),
-                    "kind": smp.kind,
-                    "accuracy_percent": smp.accuracy(task.y_test),
-                    "accuracy_mcse_percent": smp.accuracy_mcse(task.y_test),
-                    "U_hat": smp.U_hat.tolist(),
-                    "U_hat_mcse": smp.U_mcse().tolist(),
-                    "wall_seconds": smp.wall_seconds,
-                    "settings": smp.settings,
-                    "diagnostics": smp.diagnostics,
-                }
-    return sampled
+def _sampled_record(r: SampledRun) -> dict:
+    """The JSON record of one sampling run (its arrays go to ``arrays.npz``)."""
+    rec = {
+        "network": r.network,
+        "N": r.N,
+        "kind": r.kind,
+        "accuracy_percent": r.accuracy,
+        "accuracy_mcse_percent": r.accuracy_mcse,
+        "U_hat": np.asarray(r.U_hat).tolist(),
+        "U_hat_mcse": np.asarray(r.U_hat_mcse).tolist(),
+        "wall_seconds": r.wall_seconds,
+        "settings": r.settings,
+        "diagnostics": r.diagnostics,
+    }
+    if r.accuracy_mcse is None:  # a run recorded before its Monte Carlo error was
+        del rec["accuracy_mcse_percent"]
+    return rec
 
 
-def read_hmc_run(folder, summary: dict, arrays: dict) -> dict:
-    """The reloaded results folder of :func:`hmc_summary` (read by ``runs.experiments.load_run``): the summary,
-    with every sampling run's arrays (posterior ``mean``, ``var``, ``mcse``, ``U_hat``) under
-    ``summary["sampled"][key]["arrays"]``, ``key = "<network>_N<width>_<sampler>"``; checked finite, ``U_hat``
-    symmetric with a positive diagonal."""
-    for key, entry in summary["sampled"].items():
-        entry["arrays"] = {part: arrays[f"sample_{key}_{part}"] for part in ("mean", "var", "mcse", "U_hat")}
-        for part, a in entry["arrays"].items():
-            validate.finite(folder, f"sample_{key}_{part}", a)
-        U_hat = entry["arrays"]["U_hat"]
+def _read_sweep(rows: list[dict], gp_accuracy: float, U: np.ndarray) -> WidthSweep:
+    return WidthSweep(
+        widths=np.array([r["N"] for r in rows]),
+        U=U,
+        accuracy=np.array([r["accuracy_percent"] for r in rows]),
+        gp_accuracy=gp_accuracy,
+        grad_max=np.array([r["grad_max"] for r in rows]),
+        hessian_min_eig=np.array([r["hessian_min_eig"] for r in rows]),
+        iterations=np.array([r["iterations"] for r in rows]),
+    )
+
+
+def _read_seed_set(k: int, rec: dict, arrays: dict) -> SeedSet:
+    return SeedSet(
+        k=rec["seed_set"],
+        seeds=HMCSeeds(**rec["seeds"]),
+        sweep=_read_sweep(rec["main"], rec["gp_all_percent"], arrays[f"set{k}_U_main"]),
+        noisy_sweep=_read_sweep(rec["noisy"], rec["noisy_gp_percent"], arrays[f"set{k}_U_noisy"]),
+        gp_all=rec["gp_all_percent"],
+        gp_g=rec["gp_path_g_percent"],
+        gp_gd=rec["gp_paths_gd_percent"],
+        alone_network=np.array([rec["path_alone_network_percent"][p] for p in MAIN_PATHS]),
+        alone_mask=np.array([rec["path_alone_mask_percent"][p] for p in MAIN_PATHS]),
+        head_scores=rec["head_scores"],
+        noisy_diagonal_only=np.array(rec["noisy_diagonal_only_percent"]),
+        noisy_equalised_diagonal=np.array(rec["noisy_equalised_diagonal_percent"]),
+    )
+
+
+def _read_sampled(key: str, rec: dict, arrays: dict) -> SampledRun:
+    part = {a: arrays[f"sample_{key}_{suffix}"] for suffix, a in _SAMPLED_ARRAYS.items()}
+    return SampledRun(
+        network=rec["network"],
+        N=int(rec["N"]),
+        kind=rec["kind"],
+        accuracy=rec["accuracy_percent"],
+        accuracy_mcse=rec.get("accuracy_mcse_percent"),
+        U_hat_mcse=np.asarray(rec["U_hat_mcse"]),
+        wall_seconds=rec["wall_seconds"],
+        settings=rec["settings"],
+        diagnostics=rec["diagnostics"],
+        **part,
+    )
+
+
+def _tuples(v):
+    """JSON lists back to the tuples of :class:`HMCExperimentConfig`."""
+    if isinstance(v, list):
+        return tuple(_tuples(x) for x in v)
+    if isinstance(v, dict):
+        return {k: _tuples(x) for k, x in v.items()}
+    return v
+
+
+def read_hmc_run(folder, summary: dict, arrays: dict) -> HMCResult:
+    """The :class:`~.result.HMCResult` of a results folder written from :func:`hmc_summary` (read by
+    ``runs.experiments.load_run``); every sampling run's arrays checked finite, its ``U_hat`` symmetric with
+    a positive diagonal."""
+    for key in summary["sampled"]:
+        for suffix in _SAMPLED_ARRAYS:
+            validate.finite(folder, f"sample_{key}_{suffix}", arrays[f"sample_{key}_{suffix}"])
+        U_hat = arrays[f"sample_{key}_U_hat"]
         validate.order_parameters(folder, f"sample_{key}_U_hat", U_hat, U_hat.shape)
-    return summary
+    return HMCResult(
+        scale=summary["scale"],
+        config=HMCExperimentConfig(**_tuples(summary["config"])),
+        sets=[_read_seed_set(k, rec, arrays) for k, rec in enumerate(summary["seed_sets"])],
+        theory_seconds=summary["theory_seconds"],
+        kernels={k[len("kernel_") :]: a for k, a in arrays.items() if k.startswith("kernel_") and k != "kernel_subset"},
+        kernel_subset=arrays["kernel_subset"],
+        alignment={"GP": arrays["alignment_GP"], "renormalised": arrays["alignment_renormalised"]},
+        block_contrast=summary.get("block_contrast"),
+        sampled={key: _read_sampled(key, rec, arrays) for key, rec in summary["sampled"].items()},
+        claims=summary["claims"],
+        wall_seconds=summary.get("wall_seconds"),
+        provenance=summary.get("provenance"),
+    )

@@ -23,7 +23,6 @@ __all__ = [
     "NOISY_PATHS",
     "single_path_U",
     "subnetwork_U",
-    "seed_set_label",
 ]
 
 
@@ -175,11 +174,6 @@ def subnetwork_U(n_paths: int, paths) -> np.ndarray:
     U = np.zeros((n_paths, n_paths))
     U[paths, paths] = n_paths / len(paths)
     return U
-
-
-def seed_set_label(s: dict) -> str:
-    """``"reference"`` for the reference's data, ``"numpy k"`` for numpy seed set ``k``."""
-    return "reference" if s["seeds"].generator == "torch-reference" else f"numpy {s['k']}"
 
 
 def _accuracy_with(task: HMCTask, U, tau: float) -> float:
