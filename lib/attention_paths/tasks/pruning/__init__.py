@@ -1,0 +1,88 @@
+"""Theory-guided pruning of the trained transformer's attention heads (spec experiments §C, theory T§14).
+
+The head score of the theory (T§14.1) sums ``|U_{pi pi'}|`` over the order-parameter entries whose paths use
+the head.  Network-side pruning removes heads from the **trained** network, without retraining: the pruned
+heads' outputs are zeroed and each layer's head sum is rescaled from ``1/sqrt(H)`` to ``1/sqrt(H - n)``.
+
+Because the value path is linear, the network's output is a sum over attention paths,
+``f(x) = sum_pi c_pi F_pi(x)`` with per-path outputs ``F_pi(x) = a^T V^(2,h2) V^(1,h1) W_in xi^pi(x)`` and
+coefficients ``c_pi = prod_l m_(l, h_l) / sqrt(n_l)`` (``m`` = 1 for a kept head, ``n_l`` = heads kept in
+layer ``l``).  :func:`~.network.path_outputs` computes ``F`` once per episode set; every pruned network is then one
+matrix-vector product (:func:`~.network.pruned_outputs`), identical to running the pruned network
+(checked against :meth:`InContextTransformer.set_pruned` in the tests and in the chapter).
+
+``python -m attention_paths pruning --scale {quick,paper} --out DIR`` writes ``summary.json``
+(:func:`~.experiment.run_pruning`).
+
+Its modules: :mod:`.result` (the result type, heads and sets), :mod:`.network` (per-path outputs and
+pruned networks), :mod:`.scores` (rankings and their statistics), :mod:`.experiment` (sizes, run, summary,
+reader), :mod:`.claims` and :mod:`.tables`.
+"""
+
+from attention_paths.tasks.pruning.claims import PRUNING_CLAIMS, pruning_claims
+from attention_paths.tasks.pruning.experiment import (
+    PRUNING_EXPERIMENT,
+    PruningExperimentConfig,
+    pruning_summary,
+    read_pruning_run,
+    run_pruning,
+)
+from attention_paths.tasks.pruning.network import (
+    correct,
+    drop_with_error,
+    path_coefficients,
+    path_outputs,
+    pruned_outputs,
+)
+from attention_paths.tasks.pruning.result import (
+    ALL_HEADS,
+    EVAL_SETS,
+    HEADS,
+    REFERENCE_COMBINATIONS,
+    PrunedNetwork,
+    PruningResult,
+    RankCorrelation,
+    head_name,
+    parse_heads,
+)
+from attention_paths.tasks.pruning.scores import (
+    combinations_from_scores,
+    magnitude_scores,
+    score_order,
+    score_stability,
+    spearman_with_ci,
+    theory_side_drops,
+)
+from attention_paths.tasks.pruning.tables import format_statistics, format_table
+
+__all__ = [
+    "HEADS",
+    "ALL_HEADS",
+    "EVAL_SETS",
+    "REFERENCE_COMBINATIONS",
+    "PruningExperimentConfig",
+    "PRUNING_EXPERIMENT",
+    "PrunedNetwork",
+    "RankCorrelation",
+    "PruningResult",
+    "path_outputs",
+    "path_coefficients",
+    "pruned_outputs",
+    "correct",
+    "drop_with_error",
+    "score_order",
+    "combinations_from_scores",
+    "magnitude_scores",
+    "theory_side_drops",
+    "spearman_with_ci",
+    "score_stability",
+    "run_pruning",
+    "PRUNING_CLAIMS",
+    "pruning_claims",
+    "pruning_summary",
+    "read_pruning_run",
+    "format_table",
+    "format_statistics",
+    "parse_heads",
+    "head_name",
+]

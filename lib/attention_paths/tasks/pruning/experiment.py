@@ -1,0 +1,226 @@
+"""The pruning chapter's computation: its sizes per scale (:data:`PRUNING_EXPERIMENT`), the run
+(:func:`run_pruning`), and the JSON record and arrays of its results folder (:func:`pruning_summary`,
+:func:`read_pruning_run`)."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from attention_paths.base import validate
+from attention_paths.base.config import get_scale
+from attention_paths.tasks.omniglot.episodes import evaluation_sets
+from attention_paths.tasks.omniglot.recipe import config_for
+from attention_paths.tasks.omniglot.training import load_network
+from attention_paths.tasks.oneshot import OneShotResult, run_oneshot
+from attention_paths.tasks.pruning.claims import pruning_claims
+from attention_paths.tasks.pruning.network import correct, drop_with_error, path_outputs, pruned_outputs
+from attention_paths.tasks.pruning.result import (
+    ALL_HEADS,
+    EVAL_SETS,
+    HEADS,
+    REFERENCE_COMBINATIONS,
+    PrunedNetwork,
+    PruningResult,
+    RankCorrelation,
+    head_name,
+    parse_heads,
+)
+from attention_paths.tasks.pruning.scores import (
+    combinations_from_scores,
+    magnitude_scores,
+    score_order,
+    score_stability,
+    spearman_with_ci,
+    theory_side_drops,
+)
+from attention_paths.theory.scores import head_scores
+
+__all__ = ["PruningExperimentConfig", "PRUNING_EXPERIMENT", "run_pruning", "pruning_summary", "read_pruning_run"]
+
+
+@dataclass(frozen=True)
+class PruningExperimentConfig:
+    """Sizes of the pruning chapter (:func:`run_pruning`): the trained network, the meta-test episodes the
+    drops are measured on (the OOD sets are always complete), the bootstrap resamples of the rank
+    correlation, whether random head pairs are drawn for comparison, and the bootstrap's seed.
+
+    A run records it as a dict (``res.config``: ``dataclasses.asdict``)."""
+
+    network: str
+    test_episodes: int
+    n_bootstrap: int
+    random_pairs: bool = True
+    seed: int = 0
+
+
+PRUNING_EXPERIMENT = {
+    # the theory of the omniglot-theory run of the same scale (N = 10, tau = 0.5); evaluation on all of
+    # the network's fixed test episodes and on the complete OOD sets
+    "paper": PruningExperimentConfig(network="paper", test_episodes=4096, n_bootstrap=2000),
+    "quick": PruningExperimentConfig(network="quick", test_episodes=2048, n_bootstrap=1000),
+}
+
+
+# what a results folder's summary.json holds besides the fields (F and y go to arrays.npz)
+_ARRAYS, _WRITTEN = ("F", "y"), ("claims", "wall_seconds", "provenance")
+_NESTED = {f: PrunedNetwork for f in ("singles", "combinations", "reference_combinations", "pairs")}
+_NESTED["spearman"] = RankCorrelation
+
+
+def _pruned_accuracy(pruned, F: dict, y: dict, full: dict) -> tuple[PrunedNetwork, dict]:
+    """Accuracy and drop (with its paired standard error) of the network with the heads ``pruned`` silenced, on
+    every set; and the per-episode correctness."""
+    per = {s: correct(pruned_outputs(F[s], pruned), y[s]) for s in F}
+    drop = {s: drop_with_error(full[s], per[s]) for s in F}
+    return PrunedNetwork(
+        heads=[head_name(h) for h in pruned],
+        accuracy={s: 100.0 * float(per[s].mean()) for s in F},
+        drop={s: d[0] for s, d in drop.items()},
+        drop_se={s: d[1] for s, d in drop.items()},
+    ), per
+
+
+def _selected_tau_scores(theory: OneShotResult, i_n: int) -> dict:
+    """Head scores at the validation-selected temperature of the panel's width (the paper's "selected
+    temperature" scores)."""
+    i_sel = int(theory.select["val"]["theory"].index[i_n])
+    sel_scores = head_scores(theory.U[i_sel, i_n], HEADS)
+    return {
+        "tau": float(theory.taus[i_sel]),
+        **{head_name(h): float(sel_scores[h[0]][h[1]]) for h in ALL_HEADS},
+    }
+
+
+def run_pruning(
+    scale: str | None = None,
+    *,
+    theory: OneShotResult | None = None,
+    network: str | None = None,
+    root=None,
+    progress: bool = False,
+    net=None,
+    record: dict | None = None,
+) -> PruningResult:
+    """Scores, network-side and theory-side pruning, baselines and their statistics (spec §C).
+
+    ``theory`` is a live :func:`attention_paths.tasks.oneshot.run_oneshot` result (computed here, without
+    sampling, when not given); its trained network is the one pruned (``net``: that network, when it is not the
+    scale's committed or cached one, e.g. a checkpoint of a ``reproduce`` stage; ``record``: its record, with
+    ``source`` and ``sha256``).
+    """
+    scale = get_scale(scale)
+    cfg = asdict(PRUNING_EXPERIMENT[scale])
+    cfg["network"] = network or (theory.config["network"] if theory is not None else cfg["network"])
+    if theory is None:
+        theory = run_oneshot(scale, network=cfg["network"], sample=False, root=root, progress=progress)
+    if theory.data is None:
+        raise ValueError(
+            "theory-side pruning needs the path features: pass a live run_oneshot result, not a reloaded one"
+        )
+    rec = record or {"source": "given by the caller", "sha256": None}
+    if net is None:
+        net, rec = load_network(cfg["network"], progress=progress)
+    tcfg = config_for(cfg["network"], test_episodes=cfg["test_episodes"], ood_episodes=None)
+    sets = {k: v for k, v in evaluation_sets(tcfg, root).items() if k in EVAL_SETS}
+    F = {s: path_outputs(net, eps) for s, eps in sets.items()}
+    y = {s: eps.y.astype(float) for s, eps in sets.items()}
+    full = {s: correct(pruned_outputs(F[s]), y[s]) for s in sets}
+
+    def evaluate(pruned):
+        return _pruned_accuracy(pruned, F, y, full)
+
+    tc = theory.config
+    scores = theory.panel.head_scores  # N = 10, tau = 0.5
+    singles, per_single = {}, {}
+    for head in ALL_HEADS:
+        singles[head_name(head)], per = evaluate([head])
+        per_single[head_name(head)] = per["test"]
+    combos = {name: evaluate(hs)[0] for name, hs in combinations_from_scores(scores).items()}
+    reference = {spec: evaluate(parse_heads(spec))[0] for spec in REFERENCE_COMBINATIONS}
+    pairs = {
+        ",".join(head_name(h) for h in pair): evaluate(list(pair))[0] for pair in itertools.combinations(ALL_HEADS, 2)
+    }
+    mag = magnitude_scores(net)
+    i_t, i_n = theory.panel.index
+    return PruningResult(
+        scale=scale,
+        config=cfg,
+        network_record={k: rec.get(k) for k in ("source", "sha256")},
+        n_episodes={s: int(len(y[s])) for s in sets},
+        unpruned={s: 100.0 * float(full[s].mean()) for s in sets},
+        scores={head_name(h): float(scores[h[0]][h[1]]) for h in ALL_HEADS},
+        scores_selected_tau=_selected_tau_scores(theory, i_n),
+        magnitude={head_name(h): float(mag[h[0]][h[1]]) for h in ALL_HEADS},
+        order=[head_name(h) for h in score_order(scores)],
+        singles=singles,
+        combinations=combos,
+        reference_combinations=reference,
+        pairs=pairs,
+        theory_side=theory_side_drops(theory.panel.U, theory.data, tc["panel_tau"]),
+        stability=score_stability(theory.U, theory.widths, theory.taus, (i_t, i_n)),
+        widths=theory.widths,
+        taus=theory.taus,
+        spearman={
+            "theory": spearman_with_ci(scores, per_single, full["test"], cfg["n_bootstrap"], cfg["seed"]),
+            "magnitude": spearman_with_ci(mag, per_single, full["test"], cfg["n_bootstrap"], cfg["seed"]),
+        },
+        F=F,
+        y=y,
+    )
+
+
+def _plain(value):
+    """A field's value as it is written to summary.json (dataclasses as dicts)."""
+    if isinstance(value, dict):
+        return {k: asdict(v) if isinstance(v, (PrunedNetwork, RankCorrelation)) else v for k, v in value.items()}
+    return value
+
+
+def pruning_summary(res: PruningResult) -> tuple[dict, dict]:
+    """``(summary, arrays)`` for ``summary.json`` / ``arrays.npz``: every field but the per-path outputs
+    ``F`` and targets ``y`` (the arrays), then ``experiment`` and the claims (:func:`pruning_claims`)."""
+    summary = {f.name: _plain(getattr(res, f.name)) for f in fields(res) if f.name not in _ARRAYS + _WRITTEN}
+    summary["experiment"] = "pruning"
+    summary["claims"] = pruning_claims(res)
+    arrays = {f"F_{s}": F for s, F in res.F.items()} | {f"y_{s}": y for s, y in res.y.items()}
+    return summary, arrays
+
+
+def read_pruning_run(folder, summary: dict, arrays: dict) -> PruningResult:
+    """The :class:`~.result.PruningResult` of a results folder written from :func:`pruning_summary` (read by
+    ``runs.experiments.load_run``), checked against its summary (the path features and targets of every
+    set, the heads named by the order, scores and single-head drops, the unpruned accuracies)."""
+    names = {f.name for f in fields(PruningResult)}
+    missing = [k for k in ("order", "scores", "singles", "combinations", "spearman", "claims") if k not in summary]
+    if missing:
+        raise ValueError(f"{folder}/summary.json lacks {missing}")
+    unknown = sorted(set(summary) - names - {"format", "experiment"})
+    if unknown:
+        validate.refuse(folder, f"summary.json holds fields a pruning result does not have: {unknown}")
+    for s_name, n in summary["n_episodes"].items():
+        F = arrays.get(f"F_{s_name}")
+        if F is None or F.shape != (n, int(np.prod(HEADS))):
+            raise ValueError(f"{folder}/arrays.npz does not match its summary.json (set {s_name})")
+        validate.finite(folder, f"F_{s_name}", F)
+        y = validate.finite(folder, f"y_{s_name}", arrays.get(f"y_{s_name}", np.empty(0)), (n,))
+        if not np.isin(y, (-1.0, 1.0)).all():
+            validate.refuse(folder, f"y_{s_name} holds targets other than -1 and +1")
+    heads = sorted(head_name(h) for h in ALL_HEADS)
+    for what, names_ in (
+        ("order", summary["order"]),
+        ("scores", list(summary["scores"])),
+        ("singles", list(summary["singles"])),
+    ):
+        if sorted(names_) != heads:
+            validate.refuse(folder, f"the {what} name the heads {names_}, the network's are {heads}")
+    validate.accuracies(folder, "unpruned accuracy", list(summary["unpruned"].values()))
+    kw = {k: v for k, v in summary.items() if k in names}
+    kw["stability"] = np.asarray(summary["stability"], float)
+    for k, cls in _NESTED.items():
+        kw[k] = {name: cls(**v) for name, v in summary[k].items()}
+    kw["F"] = {s_name: arrays[f"F_{s_name}"] for s_name in summary["n_episodes"]}
+    kw["y"] = {s_name: arrays[f"y_{s_name}"] for s_name in summary["n_episodes"]}
+    return PruningResult(**kw)

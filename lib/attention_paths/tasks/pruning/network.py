@@ -1,0 +1,66 @@
+"""Network-side pruning through per-path outputs: the trained network's output is ``sum_pi c_pi F_pi``,
+so every pruned network is one matrix-vector product on ``F`` (:func:`path_outputs`, :func:`pruned_outputs`)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+
+from attention_paths.tasks.pruning.result import HEADS
+from attention_paths.theory.paths import path_inputs
+
+__all__ = ["path_outputs", "path_coefficients", "pruned_outputs", "correct", "drop_with_error"]
+
+
+@torch.no_grad()
+def path_outputs(net, episodes, batch: int = 256) -> np.ndarray:
+    """Per-path outputs ``F[n, pi] = a^T V^(2,h2) V^(1,h1) W_in xi^pi(x_n)`` in float64, [n, 16].
+
+    The unpruned network's output is ``F.sum(1) / 4`` (``1/sqrt(4)`` per layer).
+    """
+    net64 = copy.deepcopy(net).double().eval()
+    net64.set_pruned(())
+    scale = float(np.sqrt(np.prod([net64.n_heads] * net64.n_layers)))
+    v = (net64.path_weights() * scale) @ net64.w_in.weight  # [Pi, 192]
+    layers = net64.theory_layers()
+    r = np.full(net64.positions.shape[0], 1.0 / net64.positions.shape[0])
+    out = []
+    for i in range(0, len(episodes), batch):
+        x0 = net64.tokens((episodes.images[i : i + batch], episodes.labels[i : i + batch]))
+        xi = path_inputs(x0.transpose(1, 2), layers, r)  # [B, Pi, 192]
+        out.append(torch.einsum("pi,bpi->bp", v, xi).numpy())
+    return np.concatenate(out)
+
+
+def path_coefficients(pruned=(), heads=HEADS) -> np.ndarray:
+    """``c_pi = prod_l m_(l,h_l) / sqrt(n_l)`` for the pruned heads ``[(layer, head), ...]`` (0-based), [Pi]."""
+    masks = [np.ones(H) for H in heads]
+    for layer, head in pruned:
+        if not (0 <= layer < len(heads) and 0 <= head < heads[layer]):
+            raise ValueError(f"no head {head} in layer {layer} (heads per layer {heads})")
+        masks[layer][head] = 0.0
+    for layer, m in enumerate(masks):
+        if m.sum() == 0:
+            raise ValueError(f"all heads of layer {layer + 1} are pruned; a layer needs at least one head")
+    c = np.ones(1)
+    for m in masks:  # paths flattened with the first layer's head varying slowest
+        c = np.kron(c, m / np.sqrt(m.sum()))
+    return c
+
+
+def pruned_outputs(F, pruned=()) -> np.ndarray:
+    """Outputs [n] of the network with heads ``pruned`` removed, from its path outputs ``F`` [n, Pi]."""
+    return np.asarray(F) @ path_coefficients(pruned)
+
+
+def correct(outputs, y) -> np.ndarray:
+    """Per-episode correctness (bool); an output of exactly 0 counts as -1 (spec §F-11)."""
+    return np.where(np.asarray(outputs) > 0, 1.0, -1.0) == np.asarray(y)
+
+
+def drop_with_error(c_full, c_pruned) -> tuple[float, float]:
+    """Accuracy drop (points) of a pruned network on the same episodes and its paired standard error."""
+    d = np.asarray(c_full, float) - np.asarray(c_pruned, float)
+    return 100.0 * float(d.mean()), 100.0 * float(d.std(ddof=1) / np.sqrt(len(d)))

@@ -1,0 +1,109 @@
+"""The pruning experiment's result type (:class:`PruningResult`, with :class:`PrunedNetwork` and
+:class:`RankCorrelation`), the network's heads and their names, and the evaluation sets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "HEADS",
+    "ALL_HEADS",
+    "REFERENCE_COMBINATIONS",
+    "EVAL_SETS",
+    "PrunedNetwork",
+    "RankCorrelation",
+    "PruningResult",
+    "head_name",
+    "parse_heads",
+]
+
+HEADS = (4, 4)
+ALL_HEADS = [(l, h) for l in range(len(HEADS)) for h in range(HEADS[l])]
+# the reference's literal combinations (0-based "layer-head"), which target its own network's heads (spec §C.3)
+REFERENCE_COMBINATIONS = ("0-1,0-3", "0-1,0-3,0-2", "1-2,1-1", "1-2,1-1,1-3")
+EVAL_SETS = ("test", "MNIST", "FashionMNIST")
+
+
+@dataclass(kw_only=True)
+class PrunedNetwork:
+    """The trained network with the heads ``heads`` removed (no retraining), per evaluation set
+    ({set: value}): its ``accuracy`` (%), the ``drop`` from the unpruned network (points; positive = worse)
+    and the drop's paired standard error ``drop_se`` over the same episodes."""
+
+    heads: list[str]
+    accuracy: dict[str, float]
+    drop: dict[str, float]
+    drop_se: dict[str, float]
+
+
+@dataclass(kw_only=True)
+class RankCorrelation:
+    """Spearman's rho between head scores and single-head in-distribution drops, with its bootstrap 95%
+    interval ``ci95`` over ``n_boot`` resamples of the episodes."""
+
+    rho: float
+    ci95: list[float]
+    n_boot: int
+
+
+@dataclass(kw_only=True)
+class PruningResult:
+    """Everything :func:`~.experiment.run_pruning` computes, live or reloaded from its results folder (the same type:
+    :func:`~.experiment.pruning_summary` writes it, :func:`~.experiment.read_pruning_run` reads it back).
+
+    Heads are named "(layer)head", 1-based (:func:`head_name`); sets are "test" (Omniglot meta-test),
+    "MNIST" and "FashionMNIST" (:data:`EVAL_SETS`).  ``scores`` are the theory's normalised head scores at
+    ``N = 10``, ``tau = 0.5`` (T§14.1) and ``order`` the heads by ascending score; ``singles``,
+    ``combinations`` (from the scores: "2 lowest", ...), ``reference_combinations`` (the reference's literal
+    heads) and ``pairs`` (every pair) are :class:`PrunedNetwork` results; ``theory_side`` ({head: {set:
+    drop}}) silences heads in the theory instead; ``stability`` (n_tau, n_width) is the rank correlation of
+    the ranking at every grid point with the panel's; ``spearman`` ({"theory", "magnitude"}:
+    :class:`RankCorrelation`).  ``F`` ({set: (n_episodes, n_paths)}) and ``y`` ({set: (n_episodes,)}) are
+    the per-path outputs and targets every pruned network is computed from.  ``claims`` (C1-C6),
+    ``wall_seconds`` and ``provenance`` exist once the result is written (``None`` on a live result).
+    """
+
+    scale: str
+    config: dict
+    network_record: dict
+    n_episodes: dict[str, int]
+    unpruned: dict[str, float]
+    scores: dict[str, float]
+    scores_selected_tau: dict
+    magnitude: dict[str, float]
+    order: list[str]
+    singles: dict[str, PrunedNetwork]
+    combinations: dict[str, PrunedNetwork]
+    reference_combinations: dict[str, PrunedNetwork]
+    pairs: dict[str, PrunedNetwork]
+    theory_side: dict[str, dict[str, float]]
+    stability: np.ndarray
+    widths: list
+    taus: list
+    spearman: dict[str, RankCorrelation] = field(default_factory=dict)
+    F: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    y: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    claims: list[dict] | None = None
+    wall_seconds: float | None = None
+    provenance: dict | None = None
+
+
+def head_name(head) -> str:
+    """``(layer, head)`` 0-based -> the figure label "(layer)head", 1-based."""
+    return f"({head[0] + 1}){head[1] + 1}"
+
+
+def parse_heads(spec: str) -> list[tuple[int, int]]:
+    """The reference's 0-based "layer-head" strings, comma separated ("0-1,0-3") -> [(0, 1), (0, 3)]."""
+    out = []
+    for part in spec.split(","):
+        try:
+            layer, head = (int(v) for v in part.strip().split("-"))
+        except ValueError:
+            raise ValueError(f"cannot read head {part!r}; expected 'layer-head' such as '0-2'") from None
+        if (layer, head) not in ALL_HEADS:
+            raise ValueError(f"no head {part!r} in a network with heads per layer {HEADS}")
+        out.append((layer, head))
+    return out
