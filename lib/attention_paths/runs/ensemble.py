@@ -25,10 +25,16 @@ __all__ = [
     "member_folders",
     "load_records",
     "load_members",
+    "load_member",
+    "BF16_CONTROL",
     "training_status",
     "save_resume_state",
     "format_status",
 ]
+
+
+# the precision control: seed 42 (the network "paper") trained again with bfloat16 mixed precision
+BF16_CONTROL = ("paper-bf16", 42)
 
 
 def member_folders(name: str, data_dir=None) -> dict[str, Path]:
@@ -58,26 +64,31 @@ def load_members(seeds=ENSEMBLE_SEEDS, data_dir=None) -> list[dict]:
     """The rows (:func:`attention_paths.tasks.ensemble.network_row`) of every member of ``seeds`` whose three
     results are committed, in seed order; a member with some but not all of them raises ``ValueError``
     (an incomplete commit), one with none is left out (see :func:`training_status`)."""
-    rows = []
-    for seed in seeds:
-        name = member_name(seed)
-        f = member_folders(name, data_dir)
-        have = {k: (p / ("record.json" if k == "network" else results.SUMMARY)).exists() for k, p in f.items()}
-        have["network"] = have["network"] and (f["network"] / "model.pt").exists()
-        if not any(have.values()):
-            continue
-        if not all(have.values()):
-            missing = [str(f[k]) for k, ok in have.items() if not ok]
-            raise ValueError(f"network {name} is committed only in part: {missing} missing")
-        record = json.loads((f["network"] / "record.json").read_text())
-        theory = experiments.load_run(f["theory"], "omniglot-theory")
-        prune = experiments.load_run(f["pruning"], "pruning")
-        for net_record, what in ((theory.network_record, "theory"), (prune.network_record, "pruning")):
-            sha = net_record.get("sha256")
-            if sha != record["exported"]["sha256"]:
-                raise ValueError(f"the committed {what} run of {name} was computed on another network (SHA-256 {sha})")
-        rows.append(ensemble.network_row(seed, record, theory, prune))
-    return rows
+    rows = [load_member(member_name(seed), seed, data_dir) for seed in seeds]
+    return [r for r in rows if r is not None]
+
+
+def load_member(name: str, seed: int, data_dir=None) -> dict | None:
+    """The row of the network ``name`` (trained with ``seed``) from its three committed results, ``None``
+    when none of them is committed; a network committed only in part, or whose theory or pruning run was
+    computed on another network, raises ``ValueError``.  Members of the ensemble and controls (such as
+    :data:`BF16_CONTROL`) alike."""
+    f = member_folders(name, data_dir)
+    have = {k: (p / ("record.json" if k == "network" else results.SUMMARY)).exists() for k, p in f.items()}
+    have["network"] = have["network"] and (f["network"] / "model.pt").exists()
+    if not any(have.values()):
+        return None
+    if not all(have.values()):
+        missing = [str(f[k]) for k, ok in have.items() if not ok]
+        raise ValueError(f"network {name} is committed only in part: {missing} missing")
+    record = committed_checkpoint(name, data_dir)[1]  # the model file checked against its record
+    theory = experiments.load_run(f["theory"], "omniglot-theory")
+    prune = experiments.load_run(f["pruning"], "pruning")
+    for net_record, what in ((theory.network_record, "theory"), (prune.network_record, "pruning")):
+        sha = net_record.get("sha256")
+        if sha != record["exported"]["sha256"]:
+            raise ValueError(f"the committed {what} run of {name} was computed on another network (SHA-256 {sha})")
+    return ensemble.network_row(seed, record, theory, prune)
 
 
 def save_resume_state(run_dir, name: str, data_dir=None) -> Path:

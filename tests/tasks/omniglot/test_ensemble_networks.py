@@ -50,6 +50,38 @@ def test_network_names_map_to_the_paper_recipe_with_their_seed():
             en.member_name(bad)
 
 
+def test_a_bfloat16_network_is_named_with_a_suffix_and_has_its_recipe():
+    assert recipe.network_config("paper-bf16") == recipe.network_config("paper")
+    assert recipe.network_config("paper-seed3-bf16") == recipe.TrainConfig(seed=3)
+    assert [recipe.network_precision(n) for n in ("paper", "paper-seed3", "quick", "paper-bf16", "quick-bf16")] == [
+        "auto",
+        "auto",
+        "auto",
+        "bfloat16",
+        "bfloat16",
+    ]
+    for bad in ("paper-bf16-bf16", "paper-seed01-bf16", "bf16", "-bf16"):
+        with pytest.raises(ValueError):
+            recipe.network_config(bad)
+    with pytest.raises(ValueError, match="unknown network"):
+        recipe.network_precision("paper-fp16")
+
+
+def test_a_network_folder_must_say_the_precision_its_name_says(tmp_path):
+    """The float32 quick network under data/omniglot-quick-bf16 is refused, and a record that claims bfloat16
+    under a float32 name too."""
+    shutil.copytree(ROOT / "data" / "omniglot-quick", tmp_path / "omniglot-quick-bf16")
+    with pytest.raises(ValueError, match="trained in float32.*ends in '-bf16'"):
+        checkpoints.committed_checkpoint("quick-bf16", tmp_path)
+    shutil.copytree(ROOT / "data" / "omniglot-quick", tmp_path / "omniglot-quick")
+    rec_path = tmp_path / "omniglot-quick" / "record.json"
+    rec = json.loads(rec_path.read_text())
+    assert checkpoints.committed_checkpoint("quick", tmp_path)[1]["exported"] == rec["exported"]
+    rec_path.write_text(json.dumps({**rec, "precision": "bfloat16"}))
+    with pytest.raises(ValueError, match="trained in bfloat16"):
+        checkpoints.committed_checkpoint("quick", tmp_path)
+
+
 def test_a_network_folder_must_hold_the_network_it_is_named_after(tmp_path):
     """The quick network's files placed under data/omniglot-paper do not load as the paper network."""
     fake = tmp_path / "omniglot-paper"

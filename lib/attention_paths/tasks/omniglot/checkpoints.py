@@ -14,7 +14,7 @@ from attention_paths.base import config
 from attention_paths.base.io import atomic_write, atomic_write_json
 from attention_paths.base.provenance import hardware
 from attention_paths.tasks.omniglot.model import InContextTransformer
-from attention_paths.tasks.omniglot.recipe import TrainConfig, network_config
+from attention_paths.tasks.omniglot.recipe import BF16_SUFFIX, TrainConfig, network_config, network_precision
 
 __all__ = ["load_trained", "checkpoint_sha256", "export_checkpoint", "committed_checkpoint", "resume_state"]
 
@@ -147,6 +147,13 @@ def committed_checkpoint(name: str, data_dir=None) -> tuple[Path, dict] | None:
         raise ValueError(
             f"{folder} is named network {name!r}, but its record.json was trained with another configuration "
             f"({recorded}); put each network in its own folder data/omniglot-<name>"
+        )
+    bf16 = network_precision(name) == "bfloat16"
+    if bf16 != (record.get("precision") == "bfloat16"):
+        raise ValueError(
+            f"{folder} is named network {name!r}, but its record.json says it was trained in "
+            f"{record.get('precision', 'float32')}; the name of a network trained in bfloat16, and only of one, ends "
+            f"in {BF16_SUFFIX!r}"
         )
     return folder / "model.pt", record
 

@@ -20,6 +20,8 @@ __all__ = [
     "config_for",
     "network_config",
     "network_name",
+    "network_precision",
+    "BF16_SUFFIX",
 ]
 
 EPISODES_PER_EPOCH = 527_878  # binom(1028, 2)
@@ -70,6 +72,9 @@ def config_for(scale: str | None = None, **overrides) -> TrainConfig:
 
 
 _SEEDED = re.compile(r"paper-seed(\d+)")
+# a network trained with bfloat16 mixed precision carries this suffix ("paper-bf16", "paper-seed1-bf16"):
+# the same recipe and seed, another precision (the precision is recorded in its record.json, not in TrainConfig)
+BF16_SUFFIX = "-bf16"
 
 
 def network_config(name: str) -> TrainConfig:
@@ -78,15 +83,21 @@ def network_config(name: str) -> TrainConfig:
     ``"quick"`` (4,000 steps) and ``"paper"`` (the paper's recipe, seed 42) are the book's two networks;
     ``"paper-seed<k>"`` is the paper's recipe with training seed ``k`` (initial weights, label-embedding
     table and data order), a member of the ensemble of :mod:`attention_paths.tasks.omniglot.ensemble`.
-    Its committed files live in ``data/omniglot-<name>/``.
+    Any of them with the suffix ``"-bf16"`` is the same configuration trained in bfloat16 mixed precision
+    (:func:`network_precision`).  Its committed files live in ``data/omniglot-<name>/``.
     """
     if not isinstance(name, str):
         raise TypeError(f"a network name is a string such as 'paper' or 'paper-seed1', got {name!r}")
+    if name.endswith(BF16_SUFFIX) and not name[: -len(BF16_SUFFIX)].endswith(BF16_SUFFIX):
+        return network_config(name[: -len(BF16_SUFFIX)])
     if name in TRAIN_CONFIGS:
         return TRAIN_CONFIGS[name]
     m = _SEEDED.fullmatch(name)
     if m is None:
-        raise ValueError(f"unknown network {name!r}; networks are 'quick', 'paper' and 'paper-seed<k>' (k an integer)")
+        raise ValueError(
+            f"unknown network {name!r}; networks are 'quick', 'paper' and 'paper-seed<k>' (k an integer), each "
+            f"optionally with the suffix {BF16_SUFFIX!r} (trained in bfloat16)"
+        )
     seed = int(m.group(1))
     if seed == TRAIN_CONFIGS["paper"].seed or m.group(1) != str(seed):
         raise ValueError(
@@ -104,3 +115,10 @@ def network_name(cfg: TrainConfig) -> str:
     if replace(cfg, seed=TRAIN_CONFIGS["paper"].seed) == TRAIN_CONFIGS["paper"]:
         return "paper" if cfg.seed == TRAIN_CONFIGS["paper"].seed else f"paper-seed{cfg.seed}"
     raise ValueError(f"configuration {cfg} is neither the quick network's nor the paper's recipe")
+
+
+def network_precision(name: str) -> str:
+    """The training precision a network's name implies (:func:`~.training.train`'s ``precision``):
+    ``"bfloat16"`` for a name with the suffix ``"-bf16"``, else ``"auto"`` (float32 on a CPU)."""
+    network_config(name)
+    return "bfloat16" if name.endswith(BF16_SUFFIX) else "auto"

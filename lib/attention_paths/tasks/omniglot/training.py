@@ -32,7 +32,7 @@ from attention_paths.tasks.omniglot.checkpoints import (
 from attention_paths.tasks.omniglot.data import load_split
 from attention_paths.tasks.omniglot.episodes import Episodes, evaluation_sets, sample_episodes
 from attention_paths.tasks.omniglot.model import InContextTransformer
-from attention_paths.tasks.omniglot.recipe import PRECISIONS, TrainConfig, network_config
+from attention_paths.tasks.omniglot.recipe import PRECISIONS, TrainConfig, network_config, network_precision
 
 __all__ = ["train", "evaluate", "format_history", "format_record", "load_network"]
 
@@ -300,7 +300,7 @@ def load_network(network: str | None = None, *, train_if_missing: bool = True, p
     if not train_if_missing:
         raise FileNotFoundError(f"no committed checkpoint under {committed}")
     run_dir = config.data_root() / "attention-paths-cache" / f"omniglot-train-{name}"
-    summary = train(cfg, run_dir, progress=progress)
+    summary = train(cfg, run_dir, progress=progress, precision=network_precision(name))
     net, _ = load_trained(run_dir / "last.pt")
     return net, {
         **summary,
