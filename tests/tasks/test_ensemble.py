@@ -197,3 +197,16 @@ def test_the_limit_table_fits_80_columns():
     row, *_ = _paper_row()
     lines = ensemble.format_limit([row]).splitlines()
     assert max(len(line) for line in lines) <= 80 and lines[-1].split()[:3] == ["42", row["limit"]["worst"][0], "0.01"]
+
+
+def test_the_precision_control_is_committed_whole_and_is_not_a_member():
+    """data/omniglot-paper-bf16: seed 42's recipe in bfloat16, with its theory and pruning runs computed on it."""
+    from attention_paths.runs import ensemble as ensemble_runs
+
+    name, seed = ensemble_runs.BF16_CONTROL
+    records = ensemble_runs.load_records_of([name, "paper-seed99"])
+    assert list(records) == [name] and records[name]["precision"] == "bfloat16"
+    assert records[name]["config"]["seed"] == seed and records[name]["accuracies"]["test"]["episodes"] >= 20_000
+    row = ensemble_runs.load_member(name, seed)
+    assert row["name"] == name and row["precision"] == "bfloat16"
+    assert name not in [r["name"] for r in ensemble_runs.load_members()]

@@ -25,6 +25,7 @@ __all__ = [
     "member_folders",
     "load_records",
     "load_members",
+    "load_records_of",
     "load_member",
     "BF16_CONTROL",
     "training_status",
@@ -57,6 +58,17 @@ def load_records(seeds=ENSEMBLE_SEEDS, data_dir=None) -> dict[int, dict]:
         committed = committed_checkpoint(name, data_dir)
         if committed is not None:
             out[int(seed)] = committed[1]
+    return out
+
+
+def load_records_of(names, data_dir=None) -> dict[str, dict]:
+    """``{name: record.json}`` of the committed networks ``names`` (e.g. the precision control), each model
+    file checked against its record; a name with no committed network is left out."""
+    out = {}
+    for name in names:
+        committed = committed_checkpoint(name, data_dir)
+        if committed is not None:
+            out[name] = committed[1]
     return out
 
 
