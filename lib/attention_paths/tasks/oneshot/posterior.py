@@ -55,7 +55,7 @@ def sample_oneshot(data: OneShotData, cfg: dict, progress: bool = False) -> dict
 
 def sampled_run(data: OneShotData, U_theory, tau: float, smp) -> SampledRun:
     """A posterior-sampling run ``smp`` against the theory's ``U_theory`` at its width and temperature ``tau``,
-    on every evaluation set (:class:`~.result.SampledRun`)."""
+    on every evaluation set (:class:`~attention_paths.tasks.oneshot.result.SampledRun`)."""
     X_eval, slices = _eval_stack(data)
     th = predict(U_theory, data.features["train"], data.y["train"], tau, X_eval, return_var=False).mean
     se = smp.mc_standard_error()
