@@ -2,6 +2,7 @@
 
     python benchmarks/bench_training.py              # CPU, and the GPU too when one is present
     python benchmarks/bench_training.py --steps 20 --no-cache
+    python benchmarks/bench_training.py --arch 2x8 3x3 --no-cache   # the other architectures (L x H)
 
 Needs the Omniglot tree under $ATTENTION_PATHS_DATA.  The cache is built into a temporary folder (the real
 cache is left alone), then read back.  Training steps use the paper's network (d_model 512, 2 layers x 4
@@ -37,6 +38,8 @@ from attention_paths.tasks.omniglot.episodes import sample_episodes
 from attention_paths.tasks.omniglot.model import InContextTransformer
 
 STEPS_PER_RUN = 41_240  # the paper's 10 epochs
+# layers x heads -> (n_layers, n_heads, d_qk) of the reference's three architectures (recipe.ARCHITECTURE_NETWORKS)
+ARCHITECTURES = {"2x4": (2, 4, 128), "2x8": (2, 8, 64), "3x3": (3, 3, 128)}
 
 
 def bench_cache():
@@ -60,11 +63,14 @@ def bench_cache():
     return rows
 
 
-def bench_one(device: str, forward: str, precision: str, steps: int, batch: int = 128, compile_: bool = False):
+def bench_one(
+    device: str, forward: str, precision: str, steps: int, batch: int = 128, compile_: bool = False, arch: str = "2x4"
+):
     """Seconds per training step and peak memory (MiB) of one configuration (run in its own process)."""
     images = om.load_split("train").images
     torch.manual_seed(0)
-    net = InContextTransformer().to(device)
+    n_layers, n_heads, d_qk = ARCHITECTURES[arch]
+    net = InContextTransformer(n_layers=n_layers, n_heads=n_heads, d_qk=d_qk).to(device)
     opt = torch.optim.Adam(net.parameters(), lr=3e-4, weight_decay=5e-5)
     fwd = net.forward if forward == "layer-wise" else net.path_forward
     model = torch.compile(fwd) if compile_ else fwd
@@ -99,13 +105,10 @@ def bench_one(device: str, forward: str, precision: str, steps: int, batch: int 
     return (time.perf_counter() - t0) / steps, peak
 
 
-def configurations():
-    rows = [
-        ("cpu", "layer-wise", "float32", False),
-        ("cpu", "path", "float32", False),
-        ("cpu", "path", "float32", True),
-        ("cpu", "path", "bfloat16", False),
-    ]
+def configurations(full: bool = True):
+    rows = [("cpu", "layer-wise", "float32", False), ("cpu", "path", "float32", False)]
+    if full:
+        rows += [("cpu", "path", "float32", True), ("cpu", "path", "bfloat16", False)]
     if torch.cuda.is_available():
         rows += [
             ("cuda", "layer-wise", "float32", False),
@@ -121,11 +124,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=10, help="timed steps per configuration (path forward)")
     parser.add_argument("--no-cache", action="store_true", help="skip the cache benchmark")
+    parser.add_argument(
+        "--arch",
+        nargs="+",
+        default=["2x4"],
+        choices=sorted(ARCHITECTURES),
+        help="architectures (layers x heads); other than 2x4, only the float32 forwards on the CPU are timed",
+    )
     parser.add_argument("--one", nargs=4, metavar=("DEVICE", "FORWARD", "PRECISION", "COMPILE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:  # a single configuration, in this (fresh) process: print one JSON line
         dev, fwd, prec, comp = args.one
-        dt, peak = bench_one(dev, fwd, prec, args.steps, compile_=comp == "1")
+        dt, peak = bench_one(dev, fwd, prec, args.steps, compile_=comp == "1", arch=args.arch[0])
         print(json.dumps({"s_per_step": dt, "peak_mib": peak}))
         return
     print(
@@ -138,26 +148,36 @@ def main():
         for split, n, build, cached, size in bench_cache():
             print(f"{split:<6} {n:5d} {build:9.2f} {cached:10.2f} {size:10.1f}", flush=True)
     print(
-        f"{'device':<6} {'forward':<11} {'precision':<9} {'compile':>7} {'s/step':>8} {'episodes/s':>10} "
+        f"{'arch':<4} {'device':<6} {'forward':<11} {'precision':<9} {'compile':>7} {'s/step':>8} {'episodes/s':>10} "
         f"{'peak MiB':>8} {'10 epochs [h]':>13}"
     )
-    for dev, fwd, prec, comp in configurations():
-        steps = max(2, args.steps // 4) if fwd == "layer-wise" and dev == "cpu" else args.steps
-        out = subprocess.run(
-            [sys.executable, __file__, "--steps", str(steps), "--one", dev, fwd, prec, "1" if comp else "0"],
-            capture_output=True,
-            text=True,
-        )
-        if out.returncode:
-            print(f"{dev:<6} {fwd:<11} {prec:<9} {str(comp):>7}   failed: {out.stderr.strip().splitlines()[-1]}")
-            continue
-        r = json.loads(out.stdout.strip().splitlines()[-1])
-        dt = r["s_per_step"]
-        print(
-            f"{dev:<6} {fwd:<11} {prec:<9} {str(comp):>7} {dt:8.3f} {128 / dt:10.0f} {r['peak_mib']:8.0f} "
-            f"{STEPS_PER_RUN * dt / 3600:13.2f}",
-            flush=True,
-        )
+    for arch in args.arch:
+        for dev, fwd, prec, comp in configurations(full=arch == "2x4"):
+            steps = max(2, args.steps // 4) if fwd == "layer-wise" and dev == "cpu" else args.steps
+            cmd = [
+                sys.executable,
+                __file__,
+                "--steps",
+                str(steps),
+                "--arch",
+                arch,
+                "--one",
+                dev,
+                fwd,
+                prec,
+                str(int(comp)),
+            ]
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            head = f"{arch:<4} {dev:<6} {fwd:<11} {prec:<9} {str(comp):>7}"
+            if out.returncode:
+                print(f"{head}   failed: {out.stderr.strip().splitlines()[-1]}")
+                continue
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            dt = r["s_per_step"]
+            print(
+                f"{head} {dt:8.3f} {128 / dt:10.0f} {r['peak_mib']:8.0f} {STEPS_PER_RUN * dt / 3600:13.2f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

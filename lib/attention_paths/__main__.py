@@ -119,8 +119,8 @@ def _theory_arguments(parser) -> None:
         "--network",
         type=_network,
         default=None,
-        help="omniglot-theory, pruning, reproduce: which trained network: quick, paper or paper-seed<k> "
-        "(default: the one of --scale)",
+        help="omniglot-train, omniglot-theory, pruning, reproduce: which network: quick, paper, "
+        "paper-seed<k>, paper-2x8 or paper-3x3 (default: the one of --scale)",
     )
     g.add_argument("--no-sample", action="store_true", help="omniglot-theory: skip posterior sampling")
     g.add_argument(
@@ -215,8 +215,9 @@ def _main(args, parser) -> int:
         from attention_paths.tasks.omniglot.training import format_history, train
 
         overrides = {} if args.seed is None else {"seed": args.seed}
+        cfg = config_for(args.network or scale, **overrides)
         summary = train(
-            config_for(scale, **overrides),
+            cfg,
             out,
             progress=not args.quiet,
             max_steps=args.max_steps,

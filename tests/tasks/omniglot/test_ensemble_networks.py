@@ -22,8 +22,12 @@ def test_network_names_map_to_the_paper_recipe_with_their_seed():
     assert recipe.network_config("quick") == recipe.TRAIN_CONFIGS["quick"]
     cfg = recipe.network_config("paper-seed3")
     assert cfg.seed == 3 and cfg.steps == 41_240 and cfg == recipe.TrainConfig(seed=3)
-    for name in ("paper", "quick", "paper-seed3", "paper-seed0"):
+    for name in ("paper", "quick", "paper-seed3", "paper-seed0", "paper-2x8", "paper-3x3"):
         assert recipe.network_name(recipe.network_config(name)) == name
+    # the reference's other architectures: the paper's recipe with layers, heads and G changed
+    # (train_2lay_h8_g64_n512.sh, train_3lay_h3_g170_n512.sh, whose --qk_dim_head is 128)
+    assert recipe.network_config("paper-2x8") == recipe.TrainConfig(n_layers=2, n_heads=8, d_qk=64)
+    assert recipe.network_config("paper-3x3") == recipe.TrainConfig(n_layers=3, n_heads=3, d_qk=128)
     assert [en.member_name(k) for k in en.ENSEMBLE_SEEDS] == [
         "paper",
         "paper-seed1",

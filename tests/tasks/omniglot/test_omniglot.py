@@ -273,13 +273,23 @@ def test_path_decomposition_agrees_with_forward():
         np.testing.assert_allclose(omega.numpy(), net.attention(x0, 1).numpy(), atol=1e-12)
 
 
-@pytest.mark.parametrize("pruned", [[], [(0, 2)], [(0, 1), (1, 0), (1, 3)]])
-def test_path_factorised_forward_is_the_layerwise_function(pruned):
+@pytest.mark.parametrize(
+    "arch, pruned",
+    [
+        ((2, 4, 160), []),  # G = 160: scores through the bilinear forms Q^T K
+        ((2, 4, 16), [(0, 2)]),  # G = 16: scores through the query/key projections
+        ((2, 4, 16), [(0, 1), (1, 0), (1, 3)]),
+        ((2, 8, 16), [(1, 5)]),  # the 2 x 8 architecture (64 paths)
+        ((3, 3, 128), [(2, 1)]),  # the 3 x 3 architecture (27 paths, three nested layers)
+    ],
+)
+def test_path_factorised_forward_is_the_layerwise_function(arch, pruned):
     """Outputs and every parameter's gradient of the training forward equal the layer-wise reference: to
     1e-12 in float64; in float32 to float32 rounding (both forwards as far from the float64 values as each
-    other), with and without pruned heads."""
+    other), with and without pruned heads, in both forms of the scores and on the three architectures."""
     torch.manual_seed(3)
-    net = ic.InContextTransformer(d_model=48, d_qk=16, seed=1)
+    n_layers, n_heads, d_qk = arch
+    net = ic.InContextTransformer(d_model=48, n_layers=n_layers, n_heads=n_heads, d_qk=d_qk, seed=1)
     for p in net.parameters():  # weights large enough that some attention rows are nearly one-hot
         p.data.normal_(0, 0.1)
     images = np.random.default_rng(2).standard_normal((9, 3, 3, 32, 32))
@@ -305,7 +315,7 @@ def test_path_factorised_forward_is_the_layerwise_function(pruned):
     for layer, head in pruned:  # a pruned head's value map gets no gradient through either forward
         D = net.d_model
         assert torch.count_nonzero(fast[1 + names.index(f"v.{layer}.weight")][head * D : (head + 1) * D]) == 0
-    net.set_pruned([(1, h) for h in range(4)])
+    net.set_pruned([(1, h) for h in range(n_heads)])
     with pytest.raises(ValueError, match="all heads of layer 2"):
         net.path_forward(net.tokens((images, np.tile([0, 1, 2], (9, 1)))))
 

@@ -140,8 +140,26 @@ class InContextTransformer(nn.Module):
         B, T, F = x0.shape
         L, H, G = self.n_layers, self.n_heads, self.d_qk
         w = self._path_weights(lambda t: t) @ self.w_in.weight  # [Pi, 192], differentiable
-        # scores of every head of every layer through the bilinear forms A = Q^T K [192, 192] (one matmul
-        # and one batched matmul): S[b, t, l, h, s] = (Q x_t) . (K x_s) / sqrt(G)
+        a = torch.softmax(self._scores(x0), dim=-1).unbind(dim=2)  # a[l][b, t, h, s] = Omega^(l, h)[b, s, t]
+        # u[b, path suffix, s]: the token weights Omega^(l) ... Omega^(L) 1/T, built from the last layer back
+        u = a[L - 1].mean(dim=1)  # [B, H, s]: sum_t Omega[s, t] / T
+        for layer in reversed(range(L - 1)):  # u_new[b, h, p, r] = sum_s Omega[b, h, r, s] u[b, p, s]
+            u = torch.einsum("bshr,bps->bhpr", a[layer], u).reshape(B, -1, T)
+        c = x0 @ w.T  # [B, T, Pi]
+        return torch.einsum("bpt,btp->b", u, c)
+
+    def _scores(self, x0: torch.Tensor) -> torch.Tensor:
+        """Attention scores of every head of every layer, ``S[b, t, l, h, s] = (Q x_t) . (K x_s) / sqrt(G)``
+        [B, T, L, H, T], in whichever of two exact forms costs fewer multiplications: through the bilinear
+        forms ``A = Q^T K`` [192, 192] (one matmul and one batched matmul; about ``T F (F + T)`` per head, the
+        cheaper for G = 128) or through the query and key projections (about ``T G (2F + T)`` per head, the
+        cheaper for G below about 107, e.g. the 2 x 8 network's G = 64)."""
+        B, T, F = x0.shape
+        L, H, G = self.n_layers, self.n_heads, self.d_qk
+        if G * (2 * F + T) < F * (F + T):
+            q = (x0 @ torch.cat([self.q[layer].weight for layer in range(L)]).T).reshape(B, T, L, H, G)
+            k = (x0 @ torch.cat([self.k[layer].weight for layer in range(L)]).T).reshape(B, T, L, H, G)
+            return torch.einsum("btlhg,bslhg->btlhs", q, k) * (1.0 / math.sqrt(G))
         A = [
             torch.einsum(
                 "hgi,hgj->ihj", self.q[layer].weight.reshape(H, G, F), self.k[layer].weight.reshape(H, G, F)
@@ -149,14 +167,7 @@ class InContextTransformer(nn.Module):
             for layer in range(L)
         ]
         Y = (x0 @ torch.cat(A, dim=1)).reshape(B, T * L * H, F)
-        S = (Y @ x0.transpose(1, 2)).reshape(B, T, L, H, T) * (1.0 / math.sqrt(G))
-        a = torch.softmax(S, dim=-1).unbind(dim=2)  # a[l][b, t, h, s] = Omega^(l, h)[b, s, t]
-        # u[b, path suffix, s]: the token weights Omega^(l) ... Omega^(L) 1/T, built from the last layer back
-        u = a[L - 1].mean(dim=1)  # [B, H, s]: sum_t Omega[s, t] / T
-        for layer in reversed(range(L - 1)):  # u_new[b, h, p, r] = sum_s Omega[b, h, r, s] u[b, p, s]
-            u = torch.einsum("bshr,bps->bhpr", a[layer], u).reshape(B, -1, T)
-        c = x0 @ w.T  # [B, T, Pi]
-        return torch.einsum("bpt,btp->b", u, c)
+        return (Y @ x0.transpose(1, 2)).reshape(B, T, L, H, T) * (1.0 / math.sqrt(G))
 
     # ---------------------------------------------------------------- pruning and theory
     def set_pruned(self, heads=()) -> "InContextTransformer":

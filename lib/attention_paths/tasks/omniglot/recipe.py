@@ -22,6 +22,7 @@ __all__ = [
     "network_name",
     "network_precision",
     "BF16_SUFFIX",
+    "ARCHITECTURE_NETWORKS",
 ]
 
 EPISODES_PER_EPOCH = 527_878  # binom(1028, 2)
@@ -59,6 +60,14 @@ TRAIN_CONFIGS = {
     "quick": TrainConfig(steps=4000, eval_every=250, val_episodes=2048, test_episodes=2048, ood_episodes=1000),
 }
 
+# The reference's two further architectures of the same in-context transformer (its scripts
+# train_2lay_h8_g64_n512.sh and train_3lay_h3_g170_n512.sh): the paper network's recipe with these flags changed
+# (--num_layers, --num_sum_heads, --qk_dim_head; the 3 x 3 script's file name says g170, its flag 128).
+ARCHITECTURE_NETWORKS = {
+    "paper-2x8": replace(TRAIN_CONFIGS["paper"], n_layers=2, n_heads=8, d_qk=64),
+    "paper-3x3": replace(TRAIN_CONFIGS["paper"], n_layers=3, n_heads=3, d_qk=128),
+}
+
 # training precisions (:func:`attention_paths.tasks.omniglot.training.train`)
 PRECISIONS = ("auto", "float32", "bfloat16", "float16")
 
@@ -82,7 +91,9 @@ def network_config(name: str) -> TrainConfig:
 
     ``"quick"`` (4,000 steps) and ``"paper"`` (the paper's recipe, seed 42) are the book's two networks;
     ``"paper-seed<k>"`` is the paper's recipe with training seed ``k`` (initial weights, label-embedding
-    table and data order), a member of the ensemble of :mod:`attention_paths.tasks.omniglot.ensemble`.
+    table and data order), a member of the ensemble of :mod:`attention_paths.tasks.omniglot.ensemble`;
+    ``"paper-2x8"`` (2 layers x 8 heads, G = 64) and ``"paper-3x3"`` (3 layers x 3 heads, G = 128) are the
+    reference's other two architectures trained with the same recipe (:data:`ARCHITECTURE_NETWORKS`).
     Any of them with the suffix ``"-bf16"`` is the same configuration trained in bfloat16 mixed precision
     (:func:`network_precision`).  Its committed files live in ``data/omniglot-<name>/``.
     """
@@ -92,10 +103,13 @@ def network_config(name: str) -> TrainConfig:
         return network_config(name[: -len(BF16_SUFFIX)])
     if name in TRAIN_CONFIGS:
         return TRAIN_CONFIGS[name]
+    if name in ARCHITECTURE_NETWORKS:
+        return ARCHITECTURE_NETWORKS[name]
     m = _SEEDED.fullmatch(name)
     if m is None:
         raise ValueError(
-            f"unknown network {name!r}; networks are 'quick', 'paper' and 'paper-seed<k>' (k an integer), each "
+            f"unknown network {name!r}; networks are 'quick', 'paper', 'paper-seed<k>' (k an integer), "
+            f"{', '.join(repr(n) for n in ARCHITECTURE_NETWORKS)} (other architectures), each "
             f"optionally with the suffix {BF16_SUFFIX!r} (trained in bfloat16)"
         )
     seed = int(m.group(1))
@@ -112,6 +126,9 @@ def network_name(cfg: TrainConfig) -> str:
     that is neither the quick one nor the paper's recipe with some seed raises ``ValueError``."""
     if cfg == TRAIN_CONFIGS["quick"]:
         return "quick"
+    for name, other in ARCHITECTURE_NETWORKS.items():
+        if cfg == other:
+            return name
     if replace(cfg, seed=TRAIN_CONFIGS["paper"].seed) == TRAIN_CONFIGS["paper"]:
         return "paper" if cfg.seed == TRAIN_CONFIGS["paper"].seed else f"paper-seed{cfg.seed}"
     raise ValueError(f"configuration {cfg} is neither the quick network's nor the paper's recipe")
