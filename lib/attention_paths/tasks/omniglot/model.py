@@ -137,8 +137,8 @@ class InContextTransformer(nn.Module):
 
         x0 : [B, T, 192] -> outputs [B].
         """
-        B, T, F = x0.shape
-        L, H, G = self.n_layers, self.n_heads, self.d_qk
+        B, T, _ = x0.shape
+        L = self.n_layers
         w = self._path_weights(lambda t: t) @ self.w_in.weight  # [Pi, 192], differentiable
         a = torch.softmax(self._scores(x0), dim=-1).unbind(dim=2)  # a[l][b, t, h, s] = Omega^(l, h)[b, s, t]
         # u[b, path suffix, s]: the token weights Omega^(l) ... Omega^(L) 1/T, built from the last layer back
