@@ -1,5 +1,7 @@
 """Run-time switches (issue 24, group 3): booleans parsed strictly, every variable read in one place."""
 
+from pathlib import Path
+
 import pytest
 
 from attention_paths.base import config
@@ -42,3 +44,34 @@ def test_scale_is_checked(monkeypatch):
     monkeypatch.setenv("REPRO_SCALE", "huge")
     with pytest.raises(ValueError, match="REPRO_SCALE must be one of"):
         config.get_scale()
+
+
+def _fake_checkout(folder):
+    (folder / "lib" / "attention_paths").mkdir(parents=True)
+    (folder / "data").mkdir()
+    (folder / "data" / "README.md").write_text("committed results\n")
+    (folder / "_config.yml").write_text("title: x\n")
+    return folder
+
+
+def test_the_committed_results_are_found_from_a_variable_the_package_or_the_working_directory(tmp_path, monkeypatch):
+    from attention_paths.base import config
+
+    monkeypatch.delenv("ATTENTION_PATHS_REPO", raising=False)
+    here = Path(config.__file__).resolve().parents[3]
+    assert config.repo_data_dir() == here / "data"  # this checkout (editable install)
+    other = _fake_checkout(tmp_path / "other")
+    monkeypatch.setenv("ATTENTION_PATHS_REPO", str(other))
+    assert config.repo_root() == other.resolve() and config.repo_data_dir() == other.resolve() / "data"
+    monkeypatch.setenv("ATTENTION_PATHS_REPO", str(tmp_path))  # not a checkout: named in the error
+    with pytest.raises(FileNotFoundError, match=f"ATTENTION_PATHS_REPO={tmp_path} is not a checkout"):
+        config.repo_data_dir()
+    # installed away from a checkout: the nearest checkout at or above the working directory, else an error
+    monkeypatch.delenv("ATTENTION_PATHS_REPO")
+    monkeypatch.setattr(config, "__file__", str(tmp_path / "site" / "attention_paths" / "base" / "config.py"))
+    (other / "book").mkdir()
+    monkeypatch.chdir(other / "book")
+    assert config.repo_data_dir() == other.resolve() / "data"
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="git clone --depth 1 --branch v.* or set ATTENTION_PATHS_REPO"):
+        config.repo_data_dir()

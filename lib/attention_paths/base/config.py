@@ -9,6 +9,8 @@
   ``auto`` (a CUDA GPU through torch when there is one) or a torch device;
 * ``ATTENTION_PATHS_QUIET``: when on (a boolean, as above), no progress bars;
 * ``ATTENTION_PATHS_CLAIMS``: where chapters record their claims (default ``_build/claims`` in the project);
+* ``ATTENTION_PATHS_REPO``: the project's checkout whose committed ``data/`` the chapters read (default: the
+  checkout the package runs from, else the nearest one at or above the working directory);
 * ``REPRO_RESULTS``: a ``reproduce`` output folder the chapters render from instead of computing;
 * ``REPRO_FIGURES``: a folder to export every numbered figure to (PDF and SVG);
 * ``XLA_FLAGS``: JAX's flags; :func:`expose_cpu_devices` adds the CPU device count.
@@ -103,15 +105,55 @@ def quiet_requested() -> bool:
     return _flag("ATTENTION_PATHS_QUIET")
 
 
+def _is_checkout(folder: Path) -> bool:
+    """A checkout of the project: its book configuration, package source and committed ``data/`` together."""
+    return (
+        (folder / "_config.yml").is_file()
+        and (folder / "lib" / "attention_paths").is_dir()
+        and (folder / "data" / "README.md").is_file()
+    )
+
+
 def repo_root() -> Path | None:
-    """The project's checkout when the package runs from it (``_config.yml`` beside ``lib/``), else ``None``."""
-    root = Path(__file__).resolve().parents[3]
-    return root if (root / "_config.yml").exists() and (root / "lib" / "attention_paths").is_dir() else None
+    """The project's checkout, or ``None`` when none is found.
+
+    In order: ``$ATTENTION_PATHS_REPO`` (a checkout, else ``FileNotFoundError`` naming it); the checkout the
+    package runs from (an editable install); the nearest checkout at or above the working directory (a
+    non-editable install used from a clone, as on Binder, or a notebook started in a clone's ``book/``).
+    """
+    env = _get("ATTENTION_PATHS_REPO")
+    if env:
+        root = Path(env).expanduser().resolve()
+        if not _is_checkout(root):
+            raise FileNotFoundError(
+                f"ATTENTION_PATHS_REPO={env} is not a checkout of attention-paths (no _config.yml, lib/attention_paths "
+                "and data/README.md there); point it at a clone of the repository"
+            )
+        return root
+    here = Path(__file__).resolve().parents[3]
+    if _is_checkout(here):
+        return here
+    cwd = Path.cwd().resolve()
+    return next((folder for folder in (cwd, *cwd.parents) if _is_checkout(folder)), None)
 
 
 def repo_data_dir() -> Path:
-    """The project's ``data/`` folder (committed inputs and results)."""
-    return Path(__file__).resolve().parents[3] / "data"
+    """The project's ``data/`` folder (committed inputs and results) in :func:`repo_root`.
+
+    Raises ``FileNotFoundError`` with what to do when no checkout is found (the package installed from an
+    archive and run outside a clone).
+    """
+    root = repo_root()
+    if root is None:
+        from attention_paths.base.version import __version__
+
+        raise FileNotFoundError(
+            f"the book's committed results (data/) were not found: the package is installed outside a checkout and "
+            f"no checkout is at or above {Path.cwd()}; run from a clone of this version (git clone --depth 1 "
+            f"--branch v{__version__} https://github.com/attention-paths/attention-paths) or set "
+            "ATTENTION_PATHS_REPO to one"
+        )
+    return root / "data"
 
 
 def claims_folder() -> Path:
