@@ -35,8 +35,9 @@ TIMEOUT = 3600  # a hang, not a slow machine: each chapter takes minutes
 
 
 def _venv(tmp: Path) -> Path:
-    """A fresh virtual environment whose Python sees this one's packages but not ``attention_paths``."""
-    subprocess.run([sys.executable, "-m", "venv", str(tmp / "venv")], check=True, capture_output=True)
+    """A fresh virtual environment whose Python sees this one's packages (pip and setuptools among them: none
+    of its own, whose older versions would shadow them) but not ``attention_paths``."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp / "venv")], check=True, capture_output=True)
     python = tmp / "venv" / "bin" / "python"
     purelib = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -48,6 +49,13 @@ def _venv(tmp: Path) -> Path:
     probe = subprocess.run([str(python), "-c", "import attention_paths"], capture_output=True, cwd=tmp)
     assert probe.returncode != 0, "the fresh environment must not see the package yet"
     return python
+
+
+def _run(cmd, **kwargs):
+    """A command that must succeed; its output is shown when it does not."""
+    out = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    assert out.returncode == 0, f"{cmd} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out.stdout
 
 
 def _kernel(tmp: Path, python: Path, monkeypatch) -> str:
@@ -112,11 +120,7 @@ def reader_env(monkeypatch):
 def test_a_non_editable_install_finds_the_committed_results_and_runs_a_chapter(tmp_path, monkeypatch, reader_env):
     python = _venv(tmp_path)
     clone = _copy_checkout(tmp_path / "clone")
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index", str(clone)],
-        check=True,
-        capture_output=True,
-    )
+    _run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index", str(clone)])
     where = subprocess.run(
         [
             str(python),
