@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from attention_paths.base import provenance as pv
+from attention_paths.base.version import __version__
 
 
 def test_the_code_version_of_a_file_set_follows_each_file():
@@ -36,3 +37,17 @@ def test_the_record_names_code_and_machine():
     rec, hw = pv.provenance(), pv.hardware()
     assert rec["package_version"] and rec["python"].count(".") == 2 and rec["time_utc"].endswith("Z")
     assert hw["cpu_count"] >= 1 and hw["torch_threads"] >= 1 and hw["cpu"]
+
+
+def test_the_chapters_closing_record_names_the_version_and_how_to_cite_it():
+    """Every chapter ends with reproducibility_report: the version and commit, then this version's BibTeX."""
+    report = pv.reproducibility_report("quick", seeds={"toy problem": 0})
+    rec = pv.provenance()
+    version_line = f"version            attention-paths {__version__}, commit {rec['git_commit'] or 'unknown'}"
+    assert version_line in report.splitlines()
+    assert "seeds              toy problem: 0" in report
+    head, cited = report.split("\ncite this version:\n")
+    assert head.endswith("\n") and head.splitlines()[-1].startswith("built ")  # the record, a blank line, the entry
+    assert cited.startswith("@software{attention_paths_") and cited.endswith("}") and "@inproceedings" not in cited
+    assert f"version      = {{{__version__}}}" in cited
+    assert f"commit {rec['git_commit']}" in cited if rec["git_commit"] else "note" not in cited

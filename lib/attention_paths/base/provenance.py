@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attention_paths.base import config
+from attention_paths.base import citation, config
 from attention_paths.base.version import __version__
 
 __all__ = ["provenance", "hardware", "code_version", "import_closure", "PACKAGE_DIR", "reproducibility_report"]
@@ -143,7 +143,9 @@ def _hash_files(paths) -> str:
 
 
 def reproducibility_report(scale: str | None = None, seeds: dict | None = None, notes: dict | None = None) -> str:
-    """The closing "Reproducibility" record of a chapter: scale, seeds, versions, devices, dtype and commit.
+    """The closing "Reproducibility" record of a chapter: scale, seeds, versions, devices, dtype and commit, then
+    the BibTeX entry that cites this version (:func:`attention_paths.base.citation.bibtex`, the paper's entry left
+    out).
 
     ``seeds`` and ``notes`` are printed as given (e.g. ``{"training set": 27}``); package versions are read
     from the installed distributions, devices from torch and (when already imported) JAX.
@@ -151,9 +153,10 @@ def reproducibility_report(scale: str | None = None, seeds: dict | None = None, 
     p = provenance()
     lines = [
         f"scale              REPRO_SCALE={config.get_scale(scale)}",
-        f"code               attention_paths {p['package_version']}, git commit {p['git_commit'] or 'unknown'}"
-        + (" (with uncommitted changes)" if p.get("git_dirty") else ""),
+        f"version            attention-paths {p['package_version']}, commit {p['git_commit'] or 'unknown'}",
     ]
+    if p.get("git_dirty"):
+        lines.append(" " * 19 + "(with uncommitted changes)")
     for label, d in (("seeds", seeds), ("notes", notes)):
         for k, v in (d or {}).items():
             lines.append(f"{label:<19}{k}: {v}")
@@ -192,4 +195,5 @@ def reproducibility_report(scale: str | None = None, seeds: dict | None = None, 
         )
     )
     lines.append(f"built              {p['time_utc']}")
+    lines += ["", "cite this version:", citation.bibtex(p["git_commit"], p["git_dirty"], paper=False)]
     return "\n".join(lines)
