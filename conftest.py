@@ -5,6 +5,7 @@ Outputs are not compared (there are none stored); a cell that raises fails the t
 inherits the environment, so ``REPRO_SCALE`` reaches the chapters.
 """
 
+import sys
 from pathlib import Path
 from unittest import mock
 
@@ -12,6 +13,18 @@ import jupytext
 import nbval.plugin as nbval_plugin
 
 BOOK = Path(__file__).parent / "book"
+sys.path.insert(0, str(Path(__file__).parent / "_ext"))
+import hangwatch  # noqa: E402
+
+# as in the book build (_config.yml): a wall-clock limit of hours as a backstop, and a kernel that does no work
+# for BOOK_HANG_SECONDS (20 min) is stopped as hung; a slow but working cell passes on a busy machine
+CELL_TIMEOUT = 21600
+
+
+def pytest_configure(config):
+    if str(config.option.nbval_cell_timeout) == "2000":  # nbval's default, not given on the command line
+        config.option.nbval_cell_timeout = CELL_TIMEOUT
+    hangwatch.start()
 
 
 def _is_notebook(path: Path) -> bool:

@@ -9,6 +9,10 @@ those inputs changed since the cache was filled:
 * the environment the chapters read: ``REPRO_SCALE`` (each scale also builds into its own folder),
   ``REPRO_RESULTS`` (and the stage records of that folder) and ``REPRO_FIGURES``.
 
+At ``REPRO_SCALE=paper`` without ``REPRO_RESULTS`` it stops the build at once (:func:`paper_route`): the
+paper-size results take hours to compute and are computed by the resumable ``reproduce`` command, which the
+book then renders.
+
 It also drops the cached paper-to-book map, which tabulates the claim records the other chapters write when
 they execute, so that the map is recomputed in every build (about 3 s).
 
@@ -57,6 +61,25 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     elif path.exists() or path.is_symlink():
         path.unlink()
+
+
+PAPER_ROUTE = """REPRO_SCALE=paper renders the paper-size results; the book build does not compute them
+(about 1.5 hours on two CPU cores, benchmarks/README.md "Paper scale"). Compute them first, staged and
+resumable, then build the book from them:
+
+  .venv/bin/python -m attention_paths reproduce --scale paper --out results/paper
+  REPRO_RESULTS=$PWD/results/paper make book REPRO_SCALE=paper
+
+(add --workers K to spread the stages over K cores; --status shows what is done)"""
+
+
+def paper_route(environ=None) -> str | None:
+    """Why this build cannot start (a paper-scale build without ``REPRO_RESULTS``), or ``None``."""
+    environ = os.environ if environ is None else environ
+    scale = environ.get("REPRO_SCALE", "").strip().lower()
+    if scale == "paper" and not environ.get("REPRO_RESULTS", "").strip():
+        return PAPER_ROUTE
+    return None
 
 
 def _read_stamp(stamp: Path) -> str | None:
@@ -120,6 +143,10 @@ def prepare(build_root, root: Path = ROOT, environ=None) -> dict:
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
+    problem = paper_route()
+    if problem:
+        print(problem, file=sys.stderr)
+        sys.exit(2)
     done = prepare(sys.argv[1])
     if done["damaged"]:
         what = f"{done['damaged']}: cleared it, every chapter re-executes"

@@ -1,5 +1,6 @@
 """The book's execution cache (_ext/book_cache.py): cleared exactly when the package, data/ or REPRO_*
 change; the paper-to-book map is always re-executed; a chapter's own edits are jupyter-cache's business."""
+
 import importlib.util
 from pathlib import Path
 
@@ -32,8 +33,7 @@ def _fill_cache(build, names):
     for i, name in enumerate(names):
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"print({i})", execution_count=1)])
         nb.cells[0].outputs = [nbformat.v4.new_output("stream", text=f"{i}\n")]
-        jc.cache_notebook_bundle(CacheBundleIn(
-            nb, uri=str(build.parent / "book" / name)), check_validity=False)
+        jc.cache_notebook_bundle(CacheBundleIn(nb, uri=str(build.parent / "book" / name)), check_validity=False)
     return jc
 
 
@@ -117,3 +117,30 @@ def test_a_damaged_cache_is_cleared_with_a_note(project, tmp_path, damage):
     assert again["damaged"] is None and not again["cleared"]
     _fill_cache(build, ["theory.md"])  # a fresh cache works
     assert book_cache.prepare(build, project, env)["reason"] == "unchanged"
+
+
+def test_a_paper_scale_build_without_results_stops_at_once_naming_the_route(tmp_path):
+    """`make book REPRO_SCALE=paper` renders results computed by `reproduce`; without REPRO_RESULTS it stops
+    before anything runs, and says which two commands to use."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    assert book_cache.paper_route({"REPRO_SCALE": "quick"}) is None
+    assert book_cache.paper_route({"REPRO_SCALE": "paper", "REPRO_RESULTS": "/x"}) is None
+    message = book_cache.paper_route({"REPRO_SCALE": " Paper "})
+    assert "reproduce --scale paper --out results/paper" in message
+    assert "REPRO_RESULTS=$PWD/results/paper make book REPRO_SCALE=paper" in message
+    env = {k: v for k, v in os.environ.items() if k != "REPRO_RESULTS"} | {"REPRO_SCALE": "paper"}
+    t0 = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "_ext" / "book_cache.py"), str(tmp_path)], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 2 and "reproduce --scale paper" in out.stderr
+    assert time.monotonic() - t0 < 30 and not (tmp_path / "_build").exists()  # at once, nothing touched
+    # the Makefile runs this check first, for the HTML and the PDF builds alike
+    make = (ROOT / "Makefile").read_text()
+    for target in ("book:", "pdf:"):
+        body = make[make.index(f"\n{target}") :].split("\n\n")[0]
+        assert body.index("_ext/book_cache.py") < body.index("jupyter-book build"), target
