@@ -17,7 +17,7 @@ export XLA_PYTHON_CLIENT_PREALLOCATE := false
 BUILD_ROOT := $(if $(filter quick,$(REPRO_SCALE)),.,_build_$(REPRO_SCALE))
 HTML := $(BUILD_ROOT)/_build/html
 
-.PHONY: book pdf test lint format venv bench clean help
+.PHONY: book pdf test lint format venv bench lab print-lab-env clean help
 
 help:
 	@echo "make book   - build the book (HTML in $(HTML)/index.html) at REPRO_SCALE=$(REPRO_SCALE)"
@@ -25,6 +25,7 @@ help:
 	@echo "make test   - make lint, then the unit tests and every chapter under nbval"
 	@echo "make lint   - ruff: lint and format check of the whole tree (make format applies the formatter)"
 	@echo "make bench  - solver benchmark table"
+	@echo "make lab    - JupyterLab on book/: the chapters open as notebooks, run with the venv's kernel (LAB_ARGS=...)"
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -72,6 +73,20 @@ test: lint
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_solver.py
+
+# Run the chapters as notebooks: JupyterLab with the environment in .binder/lab-env.sh (also Binder's start):
+# the project's own Jupyter settings (.binder/jupyter: jupytext opens the MyST .md files as notebooks; nothing
+# is written to ~/.jupyter), REPRO_SCALE and the book's quiet defaults; ATTENTION_PATHS_DATA is kept when set.
+# The kernel is the venv's python3. Extra options: make lab LAB_ARGS="--port 8890 --no-browser".
+# make -s print-lab-env shows the variables (tests/book/test_lab.py starts the server through this target).
+LAB_ARGS ?=
+LAB_ENV := source .binder/lab-env.sh
+lab: $(STAMP)
+	$(LAB_ENV) && exec $(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/book $(LAB_ARGS)
+
+print-lab-env:
+	@$(LAB_ENV) && for v in $$(sed -n 's/^export \([A-Z_]*\)=.*/\1/p' .binder/lab-env.sh) ATTENTION_PATHS_DATA; do \
+	  [ -z "$${!v+x}" ] || echo "$$v=$${!v}"; done
 
 clean:
 	rm -rf _build _build_* .pytest_cache
