@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from attention_paths.base.version import __version__
+
 __all__ = [
     "SCALES",
     "get_scale",
@@ -145,8 +147,6 @@ def repo_data_dir() -> Path:
     """
     root = repo_root()
     if root is None:
-        from attention_paths.base.version import __version__
-
         raise FileNotFoundError(
             f"the book's committed results (data/) were not found: the package is installed outside a checkout and "
             f"no checkout is at or above {Path.cwd()}; run from a clone of this version (git clone --depth 1 "
