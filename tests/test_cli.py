@@ -152,3 +152,28 @@ def test_the_sampler_choices_are_the_samplers_the_package_has():
 
     action = next(a for a in _parser()._actions if "--sampler" in a.option_strings)
     assert tuple(action.choices) == tuple(sampling.SAMPLER_KINDS)
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["--network", "paper-2x8"], dict(n_layers=2, n_heads=8, d_qk=64, seed=42)),
+        (["--network", "paper-3x3"], dict(n_layers=3, n_heads=3, d_qk=128, seed=42)),
+        (["--network", "paper-seed3"], dict(n_layers=2, n_heads=4, d_qk=128, seed=3)),
+        (["--scale", "paper", "--seed", "2"], dict(n_layers=2, n_heads=4, d_qk=128, seed=2)),
+    ],
+)
+def test_omniglot_train_trains_the_named_network(tmp_path, monkeypatch, argv, expected):
+    """`omniglot-train --network NAME` trains that network's configuration (the other architectures too)."""
+    from attention_paths.tasks.omniglot import training
+
+    seen = {}
+
+    def fake_train(cfg, out, **kwargs):
+        seen["cfg"] = cfg
+        return {"history": []}
+
+    monkeypatch.setattr(training, "train", fake_train)
+    assert main(["omniglot-train", *argv, "--out", str(tmp_path / "t"), "--quiet"]) == 0
+    cfg = seen["cfg"]
+    assert {k: getattr(cfg, k) for k in expected} == expected and cfg.steps == 41_240

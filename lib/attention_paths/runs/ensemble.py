@@ -106,7 +106,7 @@ def load_member(name: str, seed: int, data_dir=None) -> dict | None:
 def save_resume_state(run_dir, name: str, data_dir=None) -> Path:
     """Commit an unfinished training run's state: ``run_dir/last.pt`` (verified) as
     ``data/omniglot-<name>/resume.pt``, and its progress as ``resume.json``.  Resume it with
-    ``python -m attention_paths omniglot-train --scale paper --seed K --resume-from data/omniglot-<name>/resume.pt``
+    ``python -m attention_paths omniglot-train --network NAME --resume-from data/omniglot-<name>/resume.pt``
     (or the ensemble's train stage, which picks it up)."""
     cfg = network_config(name)
     run_dir = Path(run_dir)
@@ -127,7 +127,7 @@ def save_resume_state(run_dir, name: str, data_dir=None) -> Path:
             "steps": cfg.steps,
             "training_seconds": ck["seconds"],
             "last_evaluation": last,
-            "resume": f"python -m attention_paths omniglot-train --scale paper --seed {cfg.seed} "
+            "resume": f"python -m attention_paths omniglot-train --network {name} "
             f"--resume-from data/omniglot-{name}/resume.pt --out OUT",
         },
     )
