@@ -10,7 +10,10 @@ load their module on first use, and importing :mod:`attention_paths.sampling` co
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 
+from attention_paths.base import config
 from attention_paths.sampling.agreement import mean_agreement, order_parameter_agreement
 
 SAMPLER_KINDS = ("rao-blackwell", "full")
@@ -37,5 +40,8 @@ __all__ = ["SAMPLER_KINDS", "mean_agreement", "order_parameter_agreement", *_LAZ
 def __getattr__(name: str):
     # deliberate lazy import of the optional dependencies (JAX, numpyro, arviz): see the module docstring
     if name in _LAZY:
+        # before JAX starts: one CPU device per core (up to 8), so that chains with chain_method="parallel"
+        # run side by side in a chapter or a test as on the command line (XLA_FLAGS, when it sets a count, wins)
+        config.expose_cpu_devices(min(os.cpu_count() or 1, 8), jax_started="jax" in sys.modules)
         return getattr(importlib.import_module(f"attention_paths.sampling.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
