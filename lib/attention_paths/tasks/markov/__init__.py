@@ -43,12 +43,15 @@ from attention_paths.tasks.markov.experiment import (
     HMC_EXPERIMENT,
     HMCExperimentConfig,
     ablations,
+    gp_gd_minus_g,
     hmc_summary,
+    paired_difference,
     read_hmc_run,
     run_hmc,
     sample_hmc,
     seed_set_summary,
     theory_sweep,
+    with_gp_gd_minus_g,
 )
 from attention_paths.tasks.markov.heads import good_head, random_head, uniform_head
 from attention_paths.tasks.markov.mechanism import (
@@ -101,6 +104,9 @@ __all__ = [
     "HMCExperimentConfig",
     "theory_sweep",
     "ablations",
+    "paired_difference",
+    "gp_gd_minus_g",
+    "with_gp_gd_minus_g",
     "seed_set_summary",
     "run_hmc",
     "sample_hmc",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from attention_paths.tasks.markov.task import (
     HMCSeeds,
     HMCTask,
     _accuracy_with,
+    _correct_with,
     make_hmc_task,
     single_path_U,
     subnetwork_U,
@@ -37,6 +38,9 @@ __all__ = [
     "HMC_EXPERIMENT",
     "theory_sweep",
     "ablations",
+    "paired_difference",
+    "gp_gd_minus_g",
+    "with_gp_gd_minus_g",
     "seed_set_summary",
     "run_hmc",
     "sample_hmc",
@@ -122,6 +126,46 @@ def ablations(U) -> dict:
     }
 
 
+def paired_difference(correct_a, correct_b) -> tuple[float, float]:
+    """Accuracy of predictor b minus that of predictor a on the same test examples, in points, and its paired
+    standard error ``100 std(c_b - c_a, ddof=1) / sqrt(n)`` (``c`` = 1 where a predictor is right, else 0)."""
+    a, b = np.asarray(correct_a, dtype=np.float64), np.asarray(correct_b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1 or a.size < 2:
+        raise ValueError(f"need two correctness vectors of the same n >= 2 examples, got shapes {a.shape}, {b.shape}")
+    d = b - a
+    return 100.0 * float(d.mean()), 100.0 * float(d.std(ddof=1) / np.sqrt(d.size))
+
+
+def _gp_g_and_gd(main: HMCTask, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-test-sequence correctness of the GP lines "path g" and "paths g+d" of the 4-path task ``main``."""
+    return _correct_with(main, subnetwork_U(4, [0]), tau), _correct_with(main, subnetwork_U(4, [0, 2]), tau)
+
+
+def gp_gd_minus_g(main: HMCTask, tau: float) -> tuple[float, float]:
+    """The "paths g+d" GP line minus the "path g" one on the test sequences of the 4-path task ``main``:
+    ``(difference, paired standard error)`` in points (:func:`paired_difference`; claim H4b)."""
+    return paired_difference(*_gp_g_and_gd(main, tau))
+
+
+def with_gp_gd_minus_g(res: HMCResult) -> HMCResult:
+    """``res`` with :attr:`~.result.SeedSet.gp_gd_minus_g` on every seed set: a reloaded run written before it
+    was recorded gets it recomputed from its stored seeds and sizes (the GP lines are deterministic: a few
+    seconds per seed set), checked against the run's stored GP lines (``ValueError`` if they differ)."""
+    cfg, sets = res.config, []
+    for s in res.sets:
+        if s.gp_gd_minus_g is None:
+            main = s.main if s.main is not None else make_hmc_task("main", s.seeds, cfg.P, cfg.P_test)
+            d = gp_gd_minus_g(main, cfg.tau)
+            if abs(d[0] - (s.gp_gd - s.gp_g)) > 1e-9:
+                raise ValueError(
+                    f"seed set {s.label}: recomputed GP lines differ from the stored ones "
+                    f"(g+d - g = {d[0]:.3f} here, {s.gp_gd - s.gp_g:.3f} stored)"
+                )
+            s = replace(s, gp_gd_minus_g=d)
+        sets.append(s)
+    return replace(res, sets=sets)
+
+
 def seed_set_summary(k, widths, tau: float, P: int = 100, P_test: int = 1000, seeds: HMCSeeds | None = None) -> SeedSet:
     """Theory, GP lines, "each path alone" and the 2-path network for one seed set (robustness, H9).
 
@@ -134,6 +178,7 @@ def seed_set_summary(k, widths, tau: float, P: int = 100, P_test: int = 1000, se
     noisy = make_hmc_task("noisy", seeds, P, P_test)
     nsw = theory_sweep(noisy, widths, tau)
     abl = [ablations(U) for U in nsw.U]
+    c_g, c_gd = _gp_g_and_gd(main, tau)
     return SeedSet(
         k=k,
         seeds=seeds,
@@ -142,8 +187,9 @@ def seed_set_summary(k, widths, tau: float, P: int = 100, P_test: int = 1000, se
         noisy=noisy,
         noisy_sweep=nsw,
         gp_all=sw.gp_accuracy,
-        gp_g=_accuracy_with(main, subnetwork_U(4, [0]), tau),
-        gp_gd=_accuracy_with(main, subnetwork_U(4, [0, 2]), tau),
+        gp_g=100.0 * float(np.mean(c_g)),  # = _accuracy_with(main, subnetwork_U(4, [0]), tau)
+        gp_gd=100.0 * float(np.mean(c_gd)),
+        gp_gd_minus_g=paired_difference(c_g, c_gd),
         alone_network=np.array([_accuracy_with(main, single_path_U(4, p), tau) for p in range(4)]),
         alone_mask=np.array([_accuracy_with(main, single_path_U(4, p, False), tau) for p in range(4)]),
         head_scores=[s.tolist() for s in head_scores(sw.U[0], main.heads)],
@@ -311,6 +357,7 @@ def _seed_set_record(s: SeedSet) -> dict:
         "gp_all_percent": s.gp_all,
         "gp_path_g_percent": s.gp_g,
         "gp_paths_gd_percent": s.gp_gd,
+        **({} if s.gp_gd_minus_g is None else {"gp_gd_minus_g_points": list(s.gp_gd_minus_g)}),
         "path_alone_network_percent": dict(zip(MAIN_PATHS, np.asarray(s.alone_network).tolist())),
         "path_alone_mask_percent": dict(zip(MAIN_PATHS, np.asarray(s.alone_mask).tolist())),
         "head_scores": s.head_scores,
@@ -362,6 +409,7 @@ def _read_seed_set(k: int, rec: dict, arrays: dict) -> SeedSet:
         gp_all=rec["gp_all_percent"],
         gp_g=rec["gp_path_g_percent"],
         gp_gd=rec["gp_paths_gd_percent"],
+        gp_gd_minus_g=tuple(rec["gp_gd_minus_g_points"]) if "gp_gd_minus_g_points" in rec else None,
         alone_network=np.array([rec["path_alone_network_percent"][p] for p in MAIN_PATHS]),
         alone_mask=np.array([rec["path_alone_mask_percent"][p] for p in MAIN_PATHS]),
         head_scores=rec["head_scores"],

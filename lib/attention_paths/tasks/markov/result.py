@@ -54,6 +54,9 @@ class SeedSet:
     2-path (noisier-data) network's ``noisy_sweep``; the GP lines of all paths, path g and paths g+d (%);
     each path alone as a separate network and as a mask in the 4-path kernel (%, (4,) in the flat path
     order); the head scores at ``N = 10`` per layer; and the noisy network's ablations per width (%).
+    ``gp_gd_minus_g`` is ``(difference, paired standard error)`` in points of the g+d GP line over the
+    path-g one on the same test sequences (:func:`~.experiment.gp_gd_minus_g`; ``None`` in runs written
+    before it was recorded: :func:`~.experiment.with_gp_gd_minus_g` recomputes it).
     ``main`` and ``noisy`` are the :class:`~.task.HMCTask` objects (live only)."""
 
     k: int | str
@@ -68,6 +71,7 @@ class SeedSet:
     head_scores: list
     noisy_diagonal_only: np.ndarray
     noisy_equalised_diagonal: np.ndarray
+    gp_gd_minus_g: tuple[float, float] | None = None
     main: HMCTask | None = field(default=None, repr=False)
     noisy: HMCTask | None = field(default=None, repr=False)
 

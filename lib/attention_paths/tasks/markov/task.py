@@ -185,3 +185,11 @@ def _accuracy_with(task: HMCTask, U, tau: float) -> float:
     return predict(U, task.features_train, task.y_train, tau, task.features_test, return_var=False).accuracy(
         task.y_test
     )
+
+
+def _correct_with(task: HMCTask, U, tau: float) -> np.ndarray:
+    """Per-test-sequence correctness (bool, (P_test,)) of the mean predictor with kernel ``K^U``: the sign of
+    its mean equals the label (an exactly zero mean counts as wrong, as in :func:`_accuracy_with`)."""
+    check_psd(U)
+    mean = predict(U, task.features_train, task.y_train, tau, task.features_test, return_var=False).mean
+    return np.sign(mean) == task.y_test
