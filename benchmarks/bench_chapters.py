@@ -6,9 +6,9 @@
 
 Executing: each chapter (a MyST notebook under ``book/``) runs top to bottom in its own kernel, from
 ``book/`` as the book build runs it, one after the other; nothing is cached.  ``--from-build ROOT`` reads
-instead the cell timestamps that the notebook client recorded in the executed notebooks of a build
-(``ROOT/_build/jupyter_execute/book/*.ipynb``; ``ROOT`` as given to ``make book``'s ``--path-output``), so
-it times the build that just ran at no cost.  A chapter's time is the sum of its cells' (kernel start-up
+instead what the last ``make book`` recorded (``ROOT`` as given to its ``--path-output``): each chapter's
+execution time from the book's execution cache (``ROOT/_build/.jupyter_cache``; the build keeps no per-cell
+times), so it times the build that just ran at no cost.  A chapter's time is the sum of its cells' (kernel start-up
 excluded).  The goal is at most 2 minutes per chapter at the quick scale on two quiet cores (README).
 """
 
@@ -66,9 +66,18 @@ def execute(name: str) -> dict:
     return json.loads(nbformat.writes(nb))
 
 
-def from_build(build_root: Path, name: str) -> dict | None:
-    path = build_root / "_build" / "jupyter_execute" / "book" / f"{name}.ipynb"
-    return json.loads(path.read_text()) if path.exists() else None
+def from_build(build_root: Path) -> dict[str, float]:
+    """Each chapter's execution time in the build's execution cache (jupyter-cache records it per notebook)."""
+    from jupyter_cache import get_cache
+
+    cache = build_root / "_build" / ".jupyter_cache"
+    if not cache.is_dir():
+        raise SystemExit(f"no execution cache under {cache}: run `make book` first")
+    return {
+        Path(r.uri).stem: float(r.data["execution_seconds"])
+        for r in get_cache(str(cache)).list_cache_records()
+        if "execution_seconds" in (r.data or {})
+    }
 
 
 def main() -> int:
@@ -88,18 +97,21 @@ def main() -> int:
     )
     print(f"{'chapter':<16} {'cells':>5} {'seconds':>8} {'goal':>5}  slowest cells [s]")
     total = 0.0
+    built = from_build(args.from_build) if args.from_build else None
     for name in names:
-        t0 = time.perf_counter()
-        nb = from_build(args.from_build, name) if args.from_build else execute(name)
-        if nb is None:
-            print(f"{name:<16} not in the build")
-            continue
-        cells = cell_seconds(nb)
-        seconds = sum(s for s, _ in cells) if cells else time.perf_counter() - t0
+        if built is not None:
+            if name not in built:
+                print(f"{name:<16} not in the build's cache")
+                continue
+            cells, seconds = [], built[name]
+        else:
+            t0 = time.perf_counter()
+            cells = cell_seconds(execute(name))
+            seconds = sum(s for s, _ in cells) if cells else time.perf_counter() - t0
         total += seconds
         slow = "; ".join(f"{s:.0f} {src}" for s, src in sorted(cells, reverse=True)[: args.top])
         mark = "ok" if seconds <= GOAL_SECONDS else "over"
-        print(f"{name:<16} {len(cells):5d} {seconds:8.1f} {mark:>5}  {slow}", flush=True)
+        print(f"{name:<16} {len(cells) or '':>5} {seconds:8.1f} {mark:>5}  {slow}", flush=True)
     print(f"{'all':<16} {'':5} {total:8.1f}")
     return 0
 

@@ -219,3 +219,18 @@ def test_every_chapter_opens_with_the_same_install_cell():
     assert len(first) >= 6, sorted(first)
     assert len(set(first.values())) == 1, sorted(first)
     assert "REF = None" in next(iter(first.values()))
+
+
+def test_the_built_pages_notebooks_name_the_commit_they_were_built_from():
+    """Every page's downloadable .ipynb (``_build/html/_sources``) installs a commit of this repository (the
+    HEAD the book was built from), not a branch."""
+    import re
+
+    built = sorted((ROOT / "_build" / "html" / "_sources" / "book").glob("*.ipynb"))
+    if not built:
+        pytest.skip("the book is not built here (make book): nothing to check")
+    for path in built:
+        refs = re.findall(r'REF = \\"([^"\\]*)\\"', path.read_text())
+        assert len(refs) == 1 and re.fullmatch(r"[0-9a-f]{40}", refs[0]), (path.name, refs)
+        known = subprocess.run(["git", "cat-file", "-e", f"{refs[0]}^{{commit}}"], cwd=ROOT, capture_output=True)
+        assert known.returncode == 0, f"{path.name} names {refs[0]}, not a commit of this repository"
