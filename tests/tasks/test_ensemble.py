@@ -11,7 +11,7 @@ import pytest
 
 from attention_paths.runs import ensemble as ensemble_runs
 from attention_paths.runs import experiments, results
-from attention_paths.tasks import ensemble
+from attention_paths.tasks import ensemble, pruning
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
@@ -49,7 +49,9 @@ def test_a_row_holds_the_committed_numbers_of_its_network():
     assert row["lowest"]["head"] == prune.order[0]
     assert row["two_lowest"]["heads"] == tuple(prune.order[:2])
     assert row["spearman"][0] == prune.spearman["theory"].rho
-    assert set(row["claims"]) == {c["id"] for c in theory.claims} | {c["id"] for c in prune.claims}
+    # the recorded claims, and a pruning claim added since the run was written (C3-OOD+) on its stored numbers
+    assert set(row["claims"]) == {c["id"] for c in theory.claims} | {c[0] for c in pruning.PRUNING_CLAIMS}
+    assert "C3-OOD+" not in {c["id"] for c in prune.claims} and row["claims"]["C3-OOD+"] is False
 
 
 def test_spread_and_tally_over_networks():

@@ -1,5 +1,7 @@
 """Head pruning: scores, the path-sum form of a pruned network, combinations, statistics."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -110,3 +112,153 @@ def test_the_committed_run_prints_within_80_columns():
     row = next(line for line in table if line.startswith(f"  {lowest} "))
     assert f"{res.singles[lowest].drop['test']:+.1f} ±" in row
     assert stats[0].split(": ")[1].startswith(f"{res.spearman['theory'].rho:+.2f}")
+
+
+def _constructed_result(fmnist_drop: float, fmnist_se: float) -> pr.PruningResult:
+    """A small hand-made pruning result: eight heads whose drops grow with their scores, and the two lowest
+    heads' FashionMNIST drop ``fmnist_drop`` ± ``fmnist_se``."""
+    names = [pr.head_name(h) for h in pr.ALL_HEADS]
+    scores = {k: (i + 1) / 8 for i, k in enumerate(names)}
+
+    def pruned(heads, drop, se=0.5):
+        return pr.PrunedNetwork(
+            heads=heads,
+            accuracy={s: 80.0 - drop for s in pr.EVAL_SETS},
+            drop={s: drop for s in pr.EVAL_SETS},
+            drop_se={s: se for s in pr.EVAL_SETS},
+        )
+
+    singles = {k: pruned([k], 1.0 + i) for i, k in enumerate(names)}
+    two = pruned(names[:2], 2.0)
+    two.drop["FashionMNIST"], two.drop_se["FashionMNIST"] = fmnist_drop, fmnist_se
+    pairs = {
+        f"{a},{b}": pruned([a, b], singles[a].drop["test"] + singles[b].drop["test"])
+        for a, b in [(names[i], names[j]) for i in range(8) for j in range(i + 1, 8)]
+    }
+    rc = pr.RankCorrelation(rho=1.0, ci95=[0.9, 1.0], n_boot=10)
+    return pr.PruningResult(
+        scale="quick",
+        config={},
+        network_record={},
+        n_episodes={s: 100 for s in pr.EVAL_SETS},
+        unpruned={s: 80.0 for s in pr.EVAL_SETS},
+        scores=scores,
+        scores_selected_tau={"tau": 0.5, **scores},
+        magnitude={k: 1.0 - v for k, v in scores.items()},
+        order=names,
+        singles=singles,
+        combinations={"2 lowest": two},
+        reference_combinations={},
+        pairs=pairs,
+        theory_side={k: {s: v.drop["test"] for s in pr.EVAL_SETS} for k, v in singles.items()},
+        stability=np.full((2, 3), 0.5),
+        widths=[10, 100, 1000],
+        taus=[0.1, 0.5],
+        spearman={"theory": rc, "magnitude": pr.RankCorrelation(rho=-1.0, ci95=[-1.0, -0.9], n_boot=10)},
+    )
+
+
+@pytest.mark.parametrize(
+    "drop, se, costs_nothing, improves",
+    [
+        (-1.3, 0.6, True, True),
+        (-1.2, 0.6, True, False),
+        (-1.1, 0.6, True, False),
+        (0.0, 0.6, True, False),
+        (0.1, 0.6, False, False),
+        (-3.0, 1.6, True, False),
+    ],
+)
+def test_c3_ood_does_not_cost_and_c3_ood_plus_improves_beyond_twice_the_paired_error(drop, se, costs_nothing, improves):
+    """C3-OOD: the two lowest heads' FashionMNIST drop is <= 0; C3-OOD+ (the paper's "improves"): it is below
+    -2 paired standard errors, strictly."""
+    claims = {c["id"]: c for c in pr.pruning_claims(_constructed_result(drop, se))}
+    assert [c["id"] for c in pr.pruning_claims(_constructed_result(drop, se))] == [c[0] for c in pr.PRUNING_CLAIMS]
+    assert list(claims).index("C3-OOD+") == list(claims).index("C3-OOD") + 1
+    assert claims["C3-OOD"]["passed"] is costs_nothing and claims["C3-OOD+"]["passed"] is improves
+    assert (
+        f"{drop:+.1f} ± {se:.1f}" in claims["C3-OOD+"]["detail"] and f"{-2 * se:+.1f})" in claims["C3-OOD+"]["detail"]
+    )
+    assert pr.IMPROVEMENT_SE == 2.0
+    # the constructed result passes the other claims: C3-OOD+ is judged on its own
+    assert all(c["passed"] for k, c in claims.items() if not k.startswith("C3-OOD"))
+
+
+def test_a_written_run_keeps_its_claims_and_reports_a_later_claim_on_its_numbers():
+    """claims_of: the recorded claims as written, a claim added to the table since checked on the stored
+    numbers (and marked so); pruning_summary of a reloaded run writes back the claims it was written with."""
+    from attention_paths.tasks.pruning.experiment import pruning_summary
+
+    res = _constructed_result(-1.7, 0.6)
+    live = pr.pruning_claims(res)
+    assert pr.claims_of(res) == live and [c["id"] for c in pruning_summary(res)[0]["claims"]] == [c["id"] for c in live]
+    written = [dict(c) for c in live if c["id"] != "C3-OOD+"]
+    written[0]["detail"] = "as it was written"
+    res.claims = written
+    out = pr.claims_of(res)
+    assert [c["id"] for c in out] == [c["id"] for c in live]
+    assert out[0]["detail"] == "as it was written"  # a recorded claim is kept, not recomputed
+    later = next(c for c in out if c["id"] == "C3-OOD+")
+    assert later["passed"] and later["detail"].endswith(pr.claims.LATER)
+    assert [c["id"] for c in pruning_summary(res)[0]["claims"]] == [c["id"] for c in written]
+
+
+def test_parse_head_name_inverts_head_name():
+    assert [pr.parse_head_name(pr.head_name(h)) for h in pr.ALL_HEADS] == pr.ALL_HEADS
+    for bad in ("(3)1", "2-1", "(1)5"):
+        with pytest.raises(ValueError):
+            pr.parse_head_name(bad)
+
+
+def test_pruned_parameter_fraction_by_hand():
+    """A head holds its G query rows and G key rows (192 inputs each) and its D x D value block."""
+    net = InContextTransformer(d_model=8, d_qk=4, seed=0)  # 2 layers of 4 heads
+    total = 8 * 192 + 2 * (16 * 192 + 16 * 192 + 32 * 8) + 8  # w_in, per layer q, k, v, readout = 14,344
+    per_head = 2 * 4 * 192 + 8 * 8  # 1,600
+    assert pr.pruned_parameters(net, []) == (0, total)
+    assert pr.pruned_parameters(net, [(0, 1), (1, 3)]) == (2 * per_head, total)
+    assert pr.pruned_parameter_fraction(net, [(0, 1), (1, 3)]) == pytest.approx(3200 / 14344)
+    # the paper's architecture: D = 512, G = 128, 2 x 4 heads
+    paper = InContextTransformer(seed=0)
+    total = 512 * 192 + 2 * (2 * 512 * 192 + 4 * 512 * 512) + 512
+    assert pr.pruned_parameters(paper, [(1, 0), (0, 2)]) == (2 * (2 * 128 * 192 + 512 * 512), total)
+    assert (total, 2 * (2 * 128 * 192 + 512 * 512)) == (2_589_184, 622_592)
+    for bad in ([(0, 1), (0, 1)], [(2, 0)], [(0, 4)]):
+        with pytest.raises(ValueError):
+            pr.pruned_parameters(net, bad)
+
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+MEMBERS = {42: "paper", 1: "paper-seed1", 2: "paper-seed2", 3: "paper-seed3", 4: "paper-seed4"}
+
+
+@pytest.fixture(scope="module")
+def committed_runs():
+    from attention_paths.runs import experiments
+
+    return {s: experiments.load_run(DATA / "pruning" / f"{n}-network", "pruning") for s, n in MEMBERS.items()}
+
+
+def test_the_committed_runs_c3_ood_counts(committed_runs):
+    """Over the five networks of the recipe, FashionMNIST does not suffer on two (C3-OOD) and improves beyond
+    twice its paired error on one (C3-OOD+, seed 4: -1.7 ± 0.6); the runs predate C3-OOD+."""
+    claims = {s: {c["id"]: c for c in pr.claims_of(r)} for s, r in committed_runs.items()}
+    assert all("C3-OOD+" not in {c["id"] for c in r.claims} for r in committed_runs.values())
+    assert [s for s, c in claims.items() if c["C3-OOD"]["passed"]] == [2, 4]
+    assert [s for s, c in claims.items() if c["C3-OOD+"]["passed"]] == [4]
+    assert all(c["C3-OOD+"]["detail"].endswith(pr.claims.LATER) for c in claims.values())
+    assert "-1.7 ± 0.6 points (-2.9 s.e." in claims[4]["C3-OOD+"]["detail"]
+
+
+def test_c2_margin_and_its_paired_error_from_the_stored_outputs(committed_runs):
+    """Seed 42's C2 passes by 0.4 points, within its paired error (0.8): a tie under "substantially smaller"."""
+    res = committed_runs[42]
+    m = pr.c2_margin(res)
+    assert (m["low"], m["high"]) == ("(2)1", "(2)2")
+    assert m["margin"] == pytest.approx(res.singles["(2)2"].drop["test"] - res.singles["(2)1"].drop["test"])
+    F, y = res.F["test"], res.y["test"]
+    c_low = pr.correct(pr.pruned_outputs(F, [(1, 0)]), y)
+    c_high = pr.correct(pr.pruned_outputs(F, [(1, 1)]), y)
+    d, se = pr.drop_with_error(c_low, c_high)  # acc(low pruned) - acc(high pruned) = drop(high) - drop(low)
+    assert d == pytest.approx(m["margin"]) and se == pytest.approx(m["se"])
+    assert f"{m['margin']:.1f} ± {m['se']:.1f}" == "0.4 ± 0.8"

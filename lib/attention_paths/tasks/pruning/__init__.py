@@ -19,7 +19,14 @@ pruned networks), :mod:`.scores` (rankings and their statistics), :mod:`.experim
 reader), :mod:`.claims` and :mod:`.tables`.
 """
 
-from attention_paths.tasks.pruning.claims import PRUNING_CLAIMS, pruning_claims
+from attention_paths.tasks.pruning.claims import (
+    IMPROVEMENT_SE,
+    PRUNING_CLAIMS,
+    c2_margin,
+    claims_of,
+    pruning_claims,
+    theory_side_spearman,
+)
 from attention_paths.tasks.pruning.experiment import (
     PRUNING_EXPERIMENT,
     PruningExperimentConfig,
@@ -33,6 +40,8 @@ from attention_paths.tasks.pruning.network import (
     path_coefficients,
     path_outputs,
     pruned_outputs,
+    pruned_parameter_fraction,
+    pruned_parameters,
 )
 from attention_paths.tasks.pruning.result import (
     ALL_HEADS,
@@ -43,6 +52,7 @@ from attention_paths.tasks.pruning.result import (
     PruningResult,
     RankCorrelation,
     head_name,
+    parse_head_name,
     parse_heads,
 )
 from attention_paths.tasks.pruning.scores import (
@@ -70,6 +80,8 @@ __all__ = [
     "pruned_outputs",
     "correct",
     "drop_with_error",
+    "pruned_parameters",
+    "pruned_parameter_fraction",
     "score_order",
     "combinations_from_scores",
     "magnitude_scores",
@@ -79,10 +91,15 @@ __all__ = [
     "run_pruning",
     "PRUNING_CLAIMS",
     "pruning_claims",
+    "IMPROVEMENT_SE",
+    "claims_of",
+    "c2_margin",
+    "theory_side_spearman",
     "pruning_summary",
     "read_pruning_run",
     "format_table",
     "format_statistics",
     "parse_heads",
+    "parse_head_name",
     "head_name",
 ]

@@ -181,10 +181,16 @@ def _plain(value):
 
 def pruning_summary(res: PruningResult) -> tuple[dict, dict]:
     """``(summary, arrays)`` for ``summary.json`` / ``arrays.npz``: every field but the per-path outputs
-    ``F`` and targets ``y`` (the arrays), then ``experiment`` and the claims (:func:`pruning_claims`)."""
+    ``F`` and targets ``y`` (the arrays), then ``experiment`` and the claims (:func:`pruning_claims`; for a
+    reloaded run, those of them it was written with, so that it writes back its own summary: a claim added
+    since is reported by :func:`~.claims.claims_of`, not recorded into an old run)."""
     summary = {f.name: _plain(getattr(res, f.name)) for f in fields(res) if f.name not in _ARRAYS + _WRITTEN}
     summary["experiment"] = "pruning"
-    summary["claims"] = pruning_claims(res)
+    claims = pruning_claims(res)
+    if res.claims is not None:  # a written run, reloaded: the claims it was written with, checked again
+        written = {c["id"] for c in res.claims}
+        claims = [c for c in claims if c["id"] in written]
+    summary["claims"] = claims
     arrays = {f"F_{s}": F for s, F in res.F.items()} | {f"y_{s}": y for s, y in res.y.items()}
     return summary, arrays
 

@@ -11,7 +11,15 @@ import torch
 from attention_paths.tasks.pruning.result import HEADS
 from attention_paths.theory.paths import path_inputs
 
-__all__ = ["path_outputs", "path_coefficients", "pruned_outputs", "correct", "drop_with_error"]
+__all__ = [
+    "path_outputs",
+    "path_coefficients",
+    "pruned_outputs",
+    "correct",
+    "drop_with_error",
+    "pruned_parameters",
+    "pruned_parameter_fraction",
+]
 
 
 @torch.no_grad()
@@ -64,3 +72,32 @@ def drop_with_error(c_full, c_pruned) -> tuple[float, float]:
     """Accuracy drop (points) of a pruned network on the same episodes and its paired standard error."""
     d = np.asarray(c_full, float) - np.asarray(c_pruned, float)
     return 100.0 * float(d.mean()), 100.0 * float(d.std(ddof=1) / np.sqrt(len(d)))
+
+
+def pruned_parameters(net, heads) -> tuple[int, int]:
+    """``(held, total)``: how many of the network's trainable parameters the heads ``heads`` ([(layer, head)],
+    0-based) hold, and how many it has in all.
+
+    A head of layer ``l`` holds its query and key rows ``q[l].weight[h*G:(h+1)*G]``, ``k[l].weight[h*G:(h+1)*G]``
+    (``G = d_qk``) and its value block ``v[l].weight[h*D:(h+1)*D]`` (``D = d_model``); the total counts every
+    parameter of the :class:`~attention_paths.tasks.omniglot.model.InContextTransformer` (``w_in``, all
+    queries, keys and values, ``readout``), not its frozen buffers (positions, label embedding, head mask).
+    """
+    heads = [tuple(int(i) for i in hd) for hd in heads]
+    if len(set(heads)) != len(heads):
+        raise ValueError(f"a head is named twice in {heads}")
+    G, D = net.d_qk, net.d_model
+    held = 0
+    for layer, head in heads:
+        if not (0 <= layer < net.n_layers and 0 <= head < net.n_heads):
+            raise ValueError(f"no head {head} in layer {layer} ({net.n_layers} layers of {net.n_heads} heads)")
+        rows = slice(head * G, (head + 1) * G)
+        held += net.q[layer].weight[rows].numel() + net.k[layer].weight[rows].numel()
+        held += net.v[layer].weight[head * D : (head + 1) * D].numel()
+    return held, sum(p.numel() for p in net.parameters())
+
+
+def pruned_parameter_fraction(net, heads) -> float:
+    """The fraction of the network's parameters that the heads ``heads`` hold (:func:`pruned_parameters`)."""
+    held, total = pruned_parameters(net, heads)
+    return held / total

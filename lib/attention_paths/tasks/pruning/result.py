@@ -16,6 +16,7 @@ __all__ = [
     "RankCorrelation",
     "PruningResult",
     "head_name",
+    "parse_head_name",
     "parse_heads",
 ]
 
@@ -93,6 +94,18 @@ class PruningResult:
 def head_name(head) -> str:
     """``(layer, head)`` 0-based -> the figure label "(layer)head", 1-based."""
     return f"({head[0] + 1}){head[1] + 1}"
+
+
+def parse_head_name(name: str) -> tuple[int, int]:
+    """The figure label "(layer)head", 1-based -> ``(layer, head)`` 0-based (the inverse of :func:`head_name`)."""
+    try:
+        layer, head = name.strip().removeprefix("(").split(")")
+        out = (int(layer) - 1, int(head) - 1)
+    except ValueError:
+        raise ValueError(f"cannot read head {name!r}; expected '(layer)head' such as '(2)1'") from None
+    if out not in ALL_HEADS:
+        raise ValueError(f"no head {name!r} in a network with heads per layer {HEADS}")
+    return out
 
 
 def parse_heads(spec: str) -> list[tuple[int, int]]:
