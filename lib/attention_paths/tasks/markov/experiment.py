@@ -70,7 +70,10 @@ class HMCExperimentConfig:
             "noisy": {"rao-blackwell": (10,), "full": ()},
         }
     )
-    sampler: dict = field(default_factory=lambda: dict(num_chains=2, num_warmup=300, num_samples=300, seed=1))
+    # chains side by side, one JAX CPU device each (attention_paths.sampling exposes one per core)
+    sampler: dict = field(
+        default_factory=lambda: dict(num_chains=2, num_warmup=300, num_samples=300, seed=1, chain_method="parallel")
+    )
 
 
 HMC_EXPERIMENT = {
