@@ -2,7 +2,8 @@
 
 The gradient-descent-trained network (:mod:`attention_paths.tasks.omniglot.training`) fixes the attention: its trained
 query/key weights and the token inputs ``x0`` go to the theory unchanged, and the value weights become
-Bayesian.  With ``L = 2`` layers of ``H = 4`` heads there are 16 attention paths and ``U`` is 16 x 16.
+Bayesian.  With ``L = 2`` layers of ``H = 4`` heads there are 16 attention paths and ``U`` is 16 x 16; the
+analysis reads the architecture from the extracted data (``OneShotData.heads``), so any other works the same.
 
 Pipeline (:func:`run_oneshot`):
 
@@ -32,6 +33,7 @@ Modules: :mod:`.data` (extraction), :mod:`.grid` (the theory over the grid), :mo
 from attention_paths.tasks.oneshot.claims import oneshot_claims
 from attention_paths.tasks.oneshot.data import (
     EVAL_SETS,
+    LEGACY_HEADS,
     SET_TITLES,
     OneShotData,
     balanced_indices,
@@ -69,6 +71,7 @@ from attention_paths.tasks.oneshot.tables import format_selection
 __all__ = [
     "SET_TITLES",
     "EVAL_SETS",
+    "LEGACY_HEADS",
     "OneShotData",
     "balanced_indices",
     "extract",

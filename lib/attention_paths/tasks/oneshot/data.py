@@ -17,11 +17,13 @@ from attention_paths.base.progress import progress_bar
 from attention_paths.tasks.omniglot.data import load_ood, load_split
 from attention_paths.tasks.omniglot.episodes import Episodes, fixed_episodes, ood_episodes, sample_episodes
 from attention_paths.tasks.omniglot.recipe import TrainConfig
+from attention_paths.theory.checks import check_heads
 from attention_paths.theory.paths import path_features, path_inputs
 
 __all__ = [
     "SET_TITLES",
     "EVAL_SETS",
+    "LEGACY_HEADS",
     "OneShotData",
     "balanced_indices",
     "extract",
@@ -31,7 +33,11 @@ __all__ = [
 ]
 
 
-HEADS = (4, 4)
+# The heads per layer of every extraction and committed run written before the extraction recorded its
+# network's architecture: all of them come from networks of the paper's 2 layers x 4 heads.  Reloaded data
+# without the field gets these; new extractions carry their network's own (OneShotData.heads).
+LEGACY_HEADS = (4, 4)
+HEADS = LEGACY_HEADS  # the old name of LEGACY_HEADS; the analysis reads OneShotData.heads
 EVAL_SETS = ("val", "test", "MNIST", "FashionMNIST")
 
 
@@ -47,11 +53,14 @@ SET_TITLES = {
 class OneShotData:
     """Theory inputs extracted from a trained network.
 
-    features : {set: [n, 192, 16] path features} for ``"train"`` and the evaluation sets
+    features : {set: [n, 192, Pi] path features} for ``"train"`` and the evaluation sets
     y : {set: [n] targets +-1}; every set is balanced and stored as its +1 block, then its -1 block
     network_output : {set: [n] output of the trained network (float64) on the same episodes}
-    U_gd : [16, 16] gradient-descent order parameter (:func:`gd_order_parameter`)
+    U_gd : [Pi, Pi] gradient-descent order parameter (:func:`gd_order_parameter`)
     info : sizes, seeds, episode counts and the network's record
+    heads : heads per layer of the network the data were extracted from (``Pi = prod(heads)`` paths, flattened
+        first layer slowest); every analysis reads the architecture from here.  Data saved before it was
+        recorded reload with :data:`LEGACY_HEADS` (the paper's 2 x 4)
     """
 
     features: dict
@@ -59,6 +68,23 @@ class OneShotData:
     network_output: dict
     U_gd: np.ndarray
     info: dict = field(default_factory=dict)
+    heads: tuple = LEGACY_HEADS
+
+    def __post_init__(self):
+        self.heads = check_heads(self.heads)
+        n_paths = int(np.prod(self.heads))
+        bad = {s: np.shape(X) for s, X in self.features.items() if np.ndim(X) != 3 or np.shape(X)[-1] != n_paths}
+        if bad or np.shape(self.U_gd) != (n_paths, n_paths):
+            raise ValueError(
+                f"one-shot data of a network with heads per layer {self.heads} need {n_paths} paths: features of "
+                f"shape [n, N0, {n_paths}] and U_gd of shape ({n_paths}, {n_paths}); got features {bad or 'right'} "
+                f"and U_gd {np.shape(self.U_gd)}"
+            )
+
+    @property
+    def n_paths(self) -> int:
+        """The number of attention paths, ``prod(heads)``."""
+        return int(np.prod(self.heads))
 
     def network_accuracy(self, name: str) -> float:
         """Accuracy (%) of the trained network on set ``name`` (an output of exactly 0 counts as -1)."""
@@ -67,7 +93,11 @@ class OneShotData:
 
 def save_oneshot_data(data: OneShotData, path) -> Path:
     """Write an extraction to one ``.npz`` file, atomically (reload with :func:`load_oneshot_data`)."""
-    arrays = {"U_gd": data.U_gd, "info_json": np.array(json.dumps(data.info, default=str))}
+    arrays = {
+        "U_gd": data.U_gd,
+        "info_json": np.array(json.dumps(data.info, default=str)),
+        "heads": np.array(data.heads, dtype=np.int64),
+    }
     for field_name in ("features", "y", "network_output"):
         for k, v in getattr(data, field_name).items():
             arrays[f"{field_name}/{k}"] = v
@@ -75,18 +105,28 @@ def save_oneshot_data(data: OneShotData, path) -> Path:
 
 
 def load_oneshot_data(path) -> OneShotData:
-    """An extraction written by :func:`save_oneshot_data`; a damaged or foreign file raises ``ValueError``."""
+    """An extraction written by :func:`save_oneshot_data`; a damaged or foreign file raises ``ValueError``.
+
+    A file written before extractions recorded their network's heads reloads with :data:`LEGACY_HEADS`."""
     arrays = load_npz(path)
     try:
         parts = {
             f: {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith(f + "/")}
             for f in ("features", "y", "network_output")
         }
+        heads = tuple(int(h) for h in arrays["heads"]) if "heads" in arrays else LEGACY_HEADS
         data = OneShotData(
-            parts["features"], parts["y"], parts["network_output"], arrays["U_gd"], json.loads(str(arrays["info_json"]))
+            parts["features"],
+            parts["y"],
+            parts["network_output"],
+            arrays["U_gd"],
+            json.loads(str(arrays["info_json"])),
+            heads,
         )
     except (KeyError, json.JSONDecodeError) as err:
         raise ValueError(f"{path} is not a saved one-shot extraction ({err})") from None
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
     missing = [s for s in ("train",) + EVAL_SETS if s not in data.features or s not in data.y]
     if missing:
         raise ValueError(f"{path} lacks the set(s) {missing}")
@@ -109,7 +149,7 @@ def balanced_indices(y, n_per_label: int) -> np.ndarray:
 
 
 def gd_order_parameter(net) -> np.ndarray:
-    """Gram matrix of the trained path weights ``w^pi = a^T V^(2,h2) V^(1,h1)`` (spec §B.10-3), [16, 16].
+    """Gram matrix of the trained path weights ``w^pi = a^T V^(2,h2) V^(1,h1)`` (spec §B.10-3), [Pi, Pi].
 
     No width normalisation and without the ``1/sqrt(H^L)`` head-sum factor: only its pattern is
     comparable with the theory's ``U`` (spec OP-T7).
@@ -184,7 +224,8 @@ def extract(net, cfg: dict, root=None, record: dict | None = None, progress: boo
         "network_sha256": (record or {}).get("sha256"),
         "network_source": (record or {}).get("source"),
     }
-    return OneShotData(features, y, outputs, gd_order_parameter(net64), info)
+    heads = (int(net64.n_heads),) * int(net64.n_layers)
+    return OneShotData(features, y, outputs, gd_order_parameter(net64), info, heads)
 
 
 def _concat(parts):

@@ -343,7 +343,7 @@ def read_oneshot_run(folder, summary: dict, arrays: dict) -> OneShotResult:
     taus, widths = [float(t) for t in summary["taus"]], [float(w) for w in summary["widths"]]
     i_t, i_n = taus.index(float(cfg["panel_tau"])), widths.index(float(cfg["panel_N"]))
     paired = summary.get("paired") or {}
-    return OneShotResult(
+    res = OneShotResult(
         scale=summary["scale"],
         config=cfg,
         data_info=summary["data"],
@@ -392,3 +392,5 @@ def read_oneshot_run(folder, summary: dict, arrays: dict) -> OneShotResult:
         wall_seconds=summary.get("wall_seconds"),
         provenance=summary.get("provenance"),
     )
+    res.check(folder)  # the type's invariants (issue 37 §2)
+    return res

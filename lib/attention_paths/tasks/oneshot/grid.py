@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from attention_paths.base.progress import progress_bar
-from attention_paths.tasks.oneshot.data import EVAL_SETS, HEADS, OneShotData, _eval_stack
+from attention_paths.tasks.oneshot.data import EVAL_SETS, OneShotData, _eval_stack
 from attention_paths.theory.action import Action
 from attention_paths.theory.architecture import Architecture
 from attention_paths.theory.kernels import PathKernel, gp_kernel, renormalized_kernel
@@ -31,19 +31,20 @@ def theory_grid(data: OneShotData, widths, taus, progress: bool = False, kernel:
     solution (:func:`~attention_paths.theory.solver.solve_continuation`).  The path-Gram tensor of the training
     set is computed once and shared by all solves.
 
-    Returns ``widths`` [nN] and ``taus`` [nT] (ascending), ``U`` [nT, nN, 16, 16], ``accuracy`` {set: [nT, nN]},
-    ``solver`` {``grad_max``, ``n_iter``} [nT, nN] and ``seconds`` (total solve time).
+    Returns ``widths`` [nN] and ``taus`` [nT] (ascending), ``U`` [nT, nN, Pi, Pi] (``Pi = data.n_paths``),
+    ``accuracy`` {set: [nT, nN]}, ``solver`` {``grad_max``, ``n_iter``} [nT, nN] and ``seconds`` (total solve
+    time).  The architecture is the data's (``data.heads``).
     """
     widths, taus = sorted(widths), sorted(taus)
     kernel = kernel or PathKernel(data.features["train"])
     X_eval, slices = _eval_stack(data)
-    U = np.zeros((len(taus), len(widths), 16, 16))
+    U = np.zeros((len(taus), len(widths), data.n_paths, data.n_paths))
     acc = {s: np.zeros((len(taus), len(widths))) for s in EVAL_SETS}
     grad, nit = np.zeros((len(taus), len(widths))), np.zeros((len(taus), len(widths)), dtype=int)
     t0 = time.perf_counter()
     bar = progress_bar(None, desc="theory grid", total=len(taus) * len(widths), disable=not progress)
     for i, tau in enumerate(taus):
-        actions = [Action(kernel, data.y["train"], tau, Architecture.uniform(HEADS, N)) for N in reversed(widths)]
+        actions = [Action(kernel, data.y["train"], tau, Architecture.uniform(data.heads, N)) for N in reversed(widths)]
         results = solve_continuation(actions, n_restarts=0)[::-1]  # the panel point is verified separately
         for j, r in enumerate(results):
             U[i, j], grad[i, j], nit[i, j] = r.U, r.grad_max, r.n_iter
@@ -67,8 +68,9 @@ def gp_line(data: OneShotData, taus) -> dict:
     taus = sorted(taus)
     X_eval, slices = _eval_stack(data)
     acc = {s: np.zeros(len(taus)) for s in EVAL_SETS}
+    X, y = data.features["train"], data.y["train"]
     for i, tau in enumerate(taus):
-        mean = predict(np.eye(16), data.features["train"], data.y["train"], tau, X_eval, return_var=False).mean
+        mean = predict(np.eye(data.n_paths), X, y, tau, X_eval, return_var=False).mean
         for s, a in _accuracies(mean, data, slices).items():
             acc[s][i] = a
     return {"taus": np.array(taus), "accuracy": acc}
@@ -96,7 +98,7 @@ def panel(data: OneShotData, U, n_align: int = 50) -> dict:
     return {
         "U": U,
         "U_gd": data.U_gd,
-        "head_scores": head_scores(U, HEADS),
+        "head_scores": head_scores(U, data.heads),
         "alignment": {"GP": kernel_alignment(K_gp, y, n_align), "renormalised": kernel_alignment(K_rn, y, n_align)},
     }
 
@@ -111,7 +113,7 @@ def edge_scan(data: OneShotData, N: float, taus, kernel: PathKernel | None = Non
     th = {s: [] for s in EVAL_SETS}
     grad = 0.0
     for tau in taus:
-        r = solve(Action(kernel, data.y["train"], tau, Architecture.uniform(HEADS, N)), n_restarts=0)
+        r = solve(Action(kernel, data.y["train"], tau, Architecture.uniform(data.heads, N)), n_restarts=0)
         grad = max(grad, r.grad_max)
         mean = predict(r.U, data.features["train"], data.y["train"], tau, X_eval, return_var=False).mean
         for s, a in _accuracies(mean, data, slices).items():

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from attention_paths import sampling
-from attention_paths.tasks.oneshot.data import EVAL_SETS, HEADS, OneShotData, _eval_stack
+from attention_paths.tasks.oneshot.data import EVAL_SETS, OneShotData, _eval_stack
 from attention_paths.tasks.oneshot.result import SampledRun
 from attention_paths.theory.architecture import Architecture
 from attention_paths.theory.predictor import predict
@@ -44,7 +44,7 @@ def sample_oneshot(data: OneShotData, cfg: dict, progress: bool = False) -> dict
     X = data.features["train"]
     out = {}
     for N in sc["widths"]:
-        arch, config = Architecture.uniform(HEADS, N), sampling.SamplerConfig(**sc["sampler"])
+        arch, config = Architecture.uniform(data.heads, N), sampling.SamplerConfig(**sc["sampler"])
         with warnings.catch_warnings():
             warnings.simplefilter("always", sampling.SamplingWarning)
             out[N] = sampling.sample(

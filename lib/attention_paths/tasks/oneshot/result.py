@@ -15,6 +15,7 @@ import numpy as np
 
 from attention_paths.tasks.oneshot.data import EVAL_SETS, OneShotData
 from attention_paths.tasks.oneshot.grid import paired_comparison
+from attention_paths.tasks.oneshot.invariants import check_oneshot
 
 __all__ = [
     "TemperatureChoice",
@@ -126,6 +127,11 @@ class OneShotResult:
     provenance: dict | None = None
     data: OneShotData | None = field(default=None, repr=False)
     samples: dict = field(default_factory=dict, repr=False)
+
+    def check(self, folder=None) -> None:
+        """Raise ``ValueError`` naming ``folder``, the field and the problem when a field breaks an invariant
+        of this type (:func:`~.invariants.check_oneshot`); the reader of a results folder calls it."""
+        check_oneshot(self, folder)
 
     def slices(self) -> dict[str, slice]:
         """Where each evaluation set sits in the stacked predictions (``panel.mean``, ``paired``, ...)."""

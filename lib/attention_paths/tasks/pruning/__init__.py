@@ -34,6 +34,12 @@ from attention_paths.tasks.pruning.experiment import (
     read_pruning_run,
     run_pruning,
 )
+from attention_paths.tasks.pruning.heads import (
+    REFERENCE_CUMULATIVE_ORDER,
+    all_heads,
+    heads_of_names,
+    reference_combinations,
+)
 from attention_paths.tasks.pruning.network import (
     correct,
     drop_with_error,
@@ -70,6 +76,10 @@ __all__ = [
     "ALL_HEADS",
     "EVAL_SETS",
     "REFERENCE_COMBINATIONS",
+    "REFERENCE_CUMULATIVE_ORDER",
+    "all_heads",
+    "heads_of_names",
+    "reference_combinations",
     "PruningExperimentConfig",
     "PRUNING_EXPERIMENT",
     "PrunedNetwork",

@@ -117,7 +117,8 @@ def c2_margin(res: PruningResult) -> dict:
     se = float("nan")
     if "test" in res.F:
         F, y = res.F["test"], res.y["test"]
-        per = {k: correct(pruned_outputs(F, [parse_head_name(k)]), y).astype(float) for k in (low, high)}
+        heads = res.heads
+        per = {k: correct(pruned_outputs(F, [parse_head_name(k, heads)], heads), y).astype(float) for k in (low, high)}
         diff = per[low] - per[high]  # drop(high) - drop(low), episode by episode
         se = 100.0 * float(diff.std(ddof=1) / np.sqrt(len(diff)))
     return {"low": low, "high": high, "margin": d[high] - d[low], "se": se}

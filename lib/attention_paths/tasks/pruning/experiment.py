@@ -229,4 +229,6 @@ def read_pruning_run(folder, summary: dict, arrays: dict) -> PruningResult:
         kw[k] = {name: cls(**v) for name, v in summary[k].items()}
     kw["F"] = {s_name: arrays[f"F_{s_name}"] for s_name in summary["n_episodes"]}
     kw["y"] = {s_name: arrays[f"y_{s_name}"] for s_name in summary["n_episodes"]}
-    return PruningResult(**kw)
+    res = PruningResult(**kw)
+    res.check(folder)  # the type's invariants (issue 37 §2)
+    return res

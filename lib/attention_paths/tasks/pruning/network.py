@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from attention_paths.tasks.pruning.result import HEADS
+from attention_paths.theory.checks import check_heads
 from attention_paths.theory.paths import path_inputs
 
 __all__ = [
@@ -24,9 +25,10 @@ __all__ = [
 
 @torch.no_grad()
 def path_outputs(net, episodes, batch: int = 256) -> np.ndarray:
-    """Per-path outputs ``F[n, pi] = a^T V^(2,h2) V^(1,h1) W_in xi^pi(x_n)`` in float64, [n, 16].
+    """Per-path outputs ``F[n, pi] = a^T V^(L,hL) ... V^(1,h1) W_in xi^pi(x_n)`` in float64, [n, Pi] (paths
+    flattened first layer slowest, ``Pi = H^L``).
 
-    The unpruned network's output is ``F.sum(1) / 4`` (``1/sqrt(4)`` per layer).
+    The unpruned network's output is ``F.sum(1) / sqrt(H^L)`` (``1/sqrt(H)`` per layer; 1/4 for 2 x 4 heads).
     """
     net64 = copy.deepcopy(net).double().eval()
     net64.set_pruned(())
@@ -43,7 +45,9 @@ def path_outputs(net, episodes, batch: int = 256) -> np.ndarray:
 
 
 def path_coefficients(pruned=(), heads=HEADS) -> np.ndarray:
-    """``c_pi = prod_l m_(l,h_l) / sqrt(n_l)`` for the pruned heads ``[(layer, head), ...]`` (0-based), [Pi]."""
+    """``c_pi = prod_l m_(l,h_l) / sqrt(n_l)`` for the pruned heads ``[(layer, head), ...]`` (0-based) of a
+    network with ``heads`` per layer (``n_l`` heads of layer ``l`` kept), [Pi]."""
+    heads = check_heads(heads)
     masks = [np.ones(H) for H in heads]
     for layer, head in pruned:
         if not (0 <= layer < len(heads) and 0 <= head < heads[layer]):
@@ -58,9 +62,17 @@ def path_coefficients(pruned=(), heads=HEADS) -> np.ndarray:
     return c
 
 
-def pruned_outputs(F, pruned=()) -> np.ndarray:
-    """Outputs [n] of the network with heads ``pruned`` removed, from its path outputs ``F`` [n, Pi]."""
-    return np.asarray(F) @ path_coefficients(pruned)
+def pruned_outputs(F, pruned=(), heads=HEADS) -> np.ndarray:
+    """Outputs [n] of the network with heads ``pruned`` removed, from its path outputs ``F`` [n, Pi] (a network
+    with ``heads`` per layer: a pruning result's ``res.heads``)."""
+    c = path_coefficients(pruned, heads)
+    F = np.asarray(F)
+    if F.ndim != 2 or F.shape[1] != len(c):
+        raise ValueError(
+            f"path outputs of shape {F.shape} do not fit heads per layer {tuple(heads)} ({len(c)} paths); "
+            "pass the network's heads"
+        )
+    return F @ c
 
 
 def correct(outputs, y) -> np.ndarray:

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attention_paths.tasks.pruning.invariants import check_pruning
+
 __all__ = [
     "HEADS",
     "ALL_HEADS",
@@ -89,6 +91,11 @@ class PruningResult:
     claims: list[dict] | None = None
     wall_seconds: float | None = None
     provenance: dict | None = None
+
+    def check(self, folder=None) -> None:
+        """Raise ``ValueError`` naming ``folder``, the field and the problem when a field breaks an invariant
+        of this type (:func:`~.invariants.check_pruning`); the reader of a results folder calls it."""
+        check_pruning(self, folder)
 
 
 def head_name(head) -> str:

@@ -7,7 +7,7 @@ import textwrap
 import numpy as np
 from scipy.stats import spearmanr
 
-from attention_paths.tasks.pruning.result import EVAL_SETS, HEADS, PruningResult, head_name
+from attention_paths.tasks.pruning.result import EVAL_SETS, PruningResult, head_name
 from attention_paths.tasks.pruning.scores import score_order
 
 __all__ = ["format_table", "format_statistics"]
@@ -33,9 +33,8 @@ def format_statistics(res: PruningResult) -> str:
         f"{two.drop['test']:+.1f} ± {two.drop_se['test']:.1f} "
         f"(rank {int((pair_drops < two.drop['test']).sum()) + 1} of {len(pairs)})"
     )
-    mag = score_order(
-        [np.array([res.magnitude[head_name((l, h))] for h in range(HEADS[l])]) for l in range(len(HEADS))]
-    )
+    heads = res.heads
+    mag = score_order([np.array([res.magnitude[head_name((l, h))] for h in range(H)]) for l, H in enumerate(heads)])
     mag_two = ",".join(head_name(h) for h in sorted(mag[:2]))
     drop = pairs[mag_two].drop["test"] if mag_two in pairs else float("nan")
     lines.append(f"the two smallest heads by value-weight norm, {mag_two}: drop {drop:+.1f} points")
