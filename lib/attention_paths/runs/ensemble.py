@@ -9,16 +9,21 @@ record with precise accuracies), ``data/omniglot-theory/paper-sizes-<name>-netwo
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 from attention_paths.base import config
-from attention_paths.base.io import atomic_write_json
+from attention_paths.base.io import atomic_write, atomic_write_json
 from attention_paths.runs import experiments, results
 from attention_paths.tasks import ensemble
-from attention_paths.tasks.omniglot.checkpoints import committed_checkpoint, load_trained
+from attention_paths.tasks.omniglot.checkpoints import (
+    checkpoint_precision,
+    committed_checkpoint,
+    load_trained,
+    read_resume_state,
+    seal_network_folder,
+)
 from attention_paths.tasks.omniglot.ensemble import ENSEMBLE_SEEDS, member_name
-from attention_paths.tasks.omniglot.recipe import TRAIN_CONFIGS, network_config
+from attention_paths.tasks.omniglot.recipe import TRAIN_CONFIGS, network, network_config, network_dir
 
 __all__ = [
     "ENSEMBLE_SEEDS",
@@ -40,20 +45,28 @@ BF16_CONTROL = ("paper-bf16", 42)
 
 def member_folders(name: str, data_dir=None) -> dict[str, Path]:
     """``{"network", "theory", "pruning"}``: where a member's committed results live."""
-    network_config(name)
     data = Path(data_dir or config.repo_data_dir())
     return {
-        "network": data / f"omniglot-{name}",
+        "network": network_dir(name, data),
         "theory": data / "omniglot-theory" / f"paper-sizes-{name}-network",
         "pruning": data / "pruning" / f"{name}-network",
     }
 
 
+def _distinct_seeds(seeds) -> tuple:
+    """``seeds`` as a tuple; a repeated seed (one network counted twice) raises ``ValueError``."""
+    seeds = tuple(seeds)
+    dup = sorted({int(k) for k in seeds if seeds.count(k) > 1})
+    if dup:
+        raise ValueError(f"seeds {seeds!r} name a network more than once (seed {', '.join(map(str, dup))})")
+    return seeds
+
+
 def load_records(seeds=ENSEMBLE_SEEDS, data_dir=None) -> dict[int, dict]:
-    """``{seed: record.json}`` of every member of ``seeds`` whose network is committed, its model file's
-    SHA-256 checked against the record."""
+    """``{seed: record.json}`` of every member of ``seeds`` whose network is committed, its folder checked
+    against its seal and its model file's SHA-256 against the record; a repeated seed raises ``ValueError``."""
     out = {}
-    for seed in seeds:
+    for seed in _distinct_seeds(seeds):
         name = member_name(seed)
         committed = committed_checkpoint(name, data_dir)
         if committed is not None:
@@ -62,13 +75,22 @@ def load_records(seeds=ENSEMBLE_SEEDS, data_dir=None) -> dict[int, dict]:
 
 
 def load_records_of(names, data_dir=None) -> dict[str, dict]:
-    """``{name: record.json}`` of the committed networks ``names`` (e.g. the precision control), each model
-    file checked against its record; a name with no committed network is left out."""
+    """``{name: record.json}`` of the committed networks ``names`` (e.g. the precision control; one name as a
+    string is one network), each folder checked against its seal and model file against its record.  An
+    unregistered name raises ``ValueError``, a registered one with no committed network
+    ``FileNotFoundError``, both naming it; a repeated name raises ``ValueError``."""
+    names = [names] if isinstance(names, str) else list(names)
     out = {}
     for name in names:
+        network(name)  # an unknown name is an error naming it
+        if name in out:
+            raise ValueError(f"network {name!r} is asked for more than once in {names!r}")
         committed = committed_checkpoint(name, data_dir)
-        if committed is not None:
-            out[name] = committed[1]
+        if committed is None:
+            raise FileNotFoundError(
+                f"network {name!r} is not committed: {network_dir(name, data_dir)} holds no model.pt"
+            )
+        out[name] = committed[1]
     return out
 
 
@@ -76,7 +98,7 @@ def load_members(seeds=ENSEMBLE_SEEDS, data_dir=None) -> list[dict]:
     """The rows (:func:`attention_paths.tasks.ensemble.network_row`) of every member of ``seeds`` whose three
     results are committed, in seed order; a member with some but not all of them raises ``ValueError``
     (an incomplete commit), one with none is left out (see :func:`training_status`)."""
-    rows = [load_member(member_name(seed), seed, data_dir) for seed in seeds]
+    rows = [load_member(member_name(seed), seed, data_dir) for seed in _distinct_seeds(seeds)]
     return [r for r in rows if r is not None]
 
 
@@ -93,44 +115,58 @@ def load_member(name: str, seed: int, data_dir=None) -> dict | None:
     if not all(have.values()):
         missing = [str(f[k]) for k, ok in have.items() if not ok]
         raise ValueError(f"network {name} is committed only in part: {missing} missing")
-    record = committed_checkpoint(name, data_dir)[1]  # the model file checked against its record
+    model, record = committed_checkpoint(name, data_dir)  # the folder checked against its seal and record
+    if network_config(name).seed != seed:
+        raise ValueError(f"network {name!r} was trained with seed {network_config(name).seed}, not {seed!r}")
+    _, ck = load_trained(model)  # the weights' own configuration: a folder relabelled as another seed is refused
+    if ck["config"] != record["config"]:
+        raise ValueError(f"{model} was trained with other settings (seed {ck['config'].get('seed')}) than its record")
     theory = experiments.load_run(f["theory"], "omniglot-theory")
     prune = experiments.load_run(f["pruning"], "pruning")
-    for net_record, what in ((theory.network_record, "theory"), (prune.network_record, "pruning")):
-        sha = net_record.get("sha256")
+    for run, what, folder in ((theory, "theory", f["theory"]), (prune, "pruning", f["pruning"])):
+        sha = run.network_record.get("sha256")
         if sha != record["exported"]["sha256"]:
             raise ValueError(f"the committed {what} run of {name} was computed on another network (SHA-256 {sha})")
+        if run.config.get("network") != name:
+            raise ValueError(f"{folder} is a {what} run of network {run.config.get('network')!r}, not of {name!r}")
     return ensemble.network_row(seed, record, theory, prune)
 
 
-def save_resume_state(run_dir, name: str, data_dir=None) -> Path:
+def save_resume_state(run_dir, name: str, data_dir=None, *, precision: str | None = None) -> Path:
     """Commit an unfinished training run's state: ``run_dir/last.pt`` (verified) as
-    ``data/omniglot-<name>/resume.pt``, and its progress as ``resume.json``.  Resume it with
-    ``python -m attention_paths omniglot-train --network NAME --resume-from data/omniglot-<name>/resume.pt``
-    (or the ensemble's train stage, which picks it up)."""
+    ``data/omniglot-<name>/resume.pt`` and its progress as ``resume.json``, the pair sealed as one unit
+    (:func:`~attention_paths.tasks.omniglot.checkpoints.seal_network_folder`).  ``precision``: the run's
+    (default: the one its checkpoint records; a checkpoint from before precisions were recorded is float32);
+    a disagreement raises ``ValueError``.  Resume it with ``python -m attention_paths omniglot-train --network
+    NAME --resume-from data/omniglot-<name>/resume.pt`` (or the ensemble's train stage, which picks it up)."""
     cfg = network_config(name)
     run_dir = Path(run_dir)
     _, ck = load_trained(run_dir / "last.pt")  # verifies the digest
     if ck["config"] != dataclasses.asdict(cfg):
         raise ValueError(f"{run_dir / 'last.pt'} is not a run of network {name}")
+    recorded = checkpoint_precision(ck)
+    if precision is not None and precision != recorded:
+        raise ValueError(f"{run_dir / 'last.pt'} records precision {recorded}, not {precision}")
     folder = member_folders(name, data_dir)["network"]
+    if (folder / "model.pt").exists():
+        raise ValueError(f"{folder} already holds the finished network {name}; its resumable state is spent")
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / ".resume.pt.tmp"
-    tmp.write_bytes((run_dir / "last.pt").read_bytes())
-    tmp.replace(folder / "resume.pt")
-    last = ck["history"][-1]
+    data = (run_dir / "last.pt").read_bytes()
+    atomic_write(folder / "resume.pt", lambda fh: fh.write(data))
     atomic_write_json(
         folder / "resume.json",
         {
             "network": name,
             "steps_done": ck["step"],
             "steps": cfg.steps,
+            "precision": recorded,
             "training_seconds": ck["seconds"],
-            "last_evaluation": last,
+            "last_evaluation": ck["history"][-1],
             "resume": f"python -m attention_paths omniglot-train --network {name} "
-            f"--resume-from data/omniglot-{name}/resume.pt --out OUT",
+            f"--resume-from data/{folder.name}/resume.pt --out OUT",
         },
     )
+    seal_network_folder(folder)
     return folder / "resume.pt"
 
 
@@ -143,12 +179,14 @@ def training_status(seeds=ENSEMBLE_SEEDS, data_dir=None) -> list[dict]:
         folder = member_folders(name, data_dir)["network"]
         entry = {"seed": int(seed), "name": name, "state": "not started"}
         if (folder / "model.pt").exists():
+            committed_checkpoint(name, data_dir)  # the folder checked against its seal and record
             f = member_folders(name, data_dir)
             analysed = all((f[k] / results.SUMMARY).exists() for k in ("theory", "pruning"))
             entry["state"] = "committed" if analysed else "trained"
-        elif (folder / "resume.json").exists():
-            prog = json.loads((folder / "resume.json").read_text())
-            entry |= {"state": "training", "steps_done": prog["steps_done"], "steps": prog["steps"]}
+        else:  # the checkpoint's own step, the pair checked against its seal (a half pair is refused)
+            state = read_resume_state(name, data_dir)
+            if state is not None:
+                entry |= {"state": "training", "steps_done": state["steps_done"], "steps": state["steps"]}
         out.append(entry)
     return out
 

@@ -38,10 +38,10 @@ from attention_paths.runs import results
 from attention_paths.runs.experiments import EXPERIMENTS, load_run, stage_network
 from attention_paths.runs.pipeline import Stage, StageContext
 from attention_paths.tasks import ensemble
-from attention_paths.tasks.omniglot.checkpoints import committed_checkpoint, resume_state
+from attention_paths.tasks.omniglot.checkpoints import committed_checkpoint, resume_state, seal_network_folder
 from attention_paths.tasks.omniglot.data import load_ood, load_split
 from attention_paths.tasks.omniglot.ensemble import ENSEMBLE_SEEDS, commit_network, member_name
-from attention_paths.tasks.omniglot.recipe import config_for
+from attention_paths.tasks.omniglot.recipe import config_for, network_dir
 from attention_paths.tasks.omniglot.training import train
 from attention_paths.tasks.oneshot import (
     ONESHOT_EXPERIMENT,
@@ -110,7 +110,7 @@ def stage_train(ctx: StageContext) -> dict:
         shutil.copyfile(path, ctx.out / "model.pt")
         shutil.copyfile(path.parent / "record.json", ctx.out / "record.json")
         return {
-            "source": f"committed checkpoint data/omniglot-{network}/model.pt",
+            "source": f"committed checkpoint data/{path.parent.name}/model.pt",
             "sha256": record["exported"]["sha256"],
         }
     train(
@@ -278,7 +278,7 @@ def reproduction_stages(
     cfg = dataclasses.asdict(dataclasses.replace(ONESHOT_EXPERIMENT[scale], network=network))
     if sampling:
         cfg["sampling"] = with_budget(cfg["sampling"], sampling)
-    committed = config.repo_data_dir() / f"omniglot-{network}" / "record.json"
+    committed = network_dir(network) / "record.json"
     committed_sha = (
         json.loads(committed.read_text())["exported"]["sha256"] if committed.exists() and not retrain else None
     )
@@ -367,7 +367,7 @@ def ensemble_stages(seeds=None, *, threads: int | None = None) -> list[Stage]:
     members = [list(m) for m in ensemble_members(seeds)]
     for seed, name in members:
         p = f"{name}."
-        committed = config.repo_data_dir() / f"omniglot-{name}" / "record.json"
+        committed = network_dir(name) / "record.json"
         committed_sha = json.loads(committed.read_text())["exported"]["sha256"] if committed.exists() else None
         grids = [
             Stage(
@@ -436,7 +436,7 @@ def commit_member(out, name: str, data_dir=None) -> dict:
 
     out, data = Path(out), Path(data_dir or config.repo_data_dir())
     targets = {
-        "train": (data / f"omniglot-{name}", ("model.pt", "record.json")),
+        "train": (network_dir(name, data), ("model.pt", "record.json")),
         "omniglot-theory": (
             data / "omniglot-theory" / f"paper-sizes-{name}-network",
             (results.ARRAYS, results.SUMMARY),
@@ -467,7 +467,8 @@ def commit_member(out, name: str, data_dir=None) -> dict:
                 },
             )
         done[part] = str(dest)
-    spend_resume_state(data / f"omniglot-{name}")
+    for finish in (spend_resume_state, seal_network_folder):  # then the committed files sealed (issue 37 §1)
+        finish(network_dir(name, data))
     return done
 
 

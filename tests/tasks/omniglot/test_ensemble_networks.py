@@ -1,5 +1,6 @@
 """The ensemble of paper-recipe networks (issue 23): names, precise accuracies, commits and resumable state."""
 
+import dataclasses
 import json
 import math
 import shutil
@@ -22,7 +23,7 @@ def test_network_names_map_to_the_paper_recipe_with_their_seed():
     assert recipe.network_config("quick") == recipe.TRAIN_CONFIGS["quick"]
     cfg = recipe.network_config("paper-seed3")
     assert cfg.seed == 3 and cfg.steps == 41_240 and cfg == recipe.TrainConfig(seed=3)
-    for name in ("paper", "quick", "paper-seed3", "paper-seed0", "paper-2x8", "paper-3x3"):
+    for name in ("paper", "quick", "paper-seed3", "paper-2x8", "paper-3x3"):
         assert recipe.network_name(recipe.network_config(name)) == name
     # the reference's other architectures: the paper's recipe with layers, heads and G changed
     # (train_2lay_h8_g64_n512.sh, train_3lay_h3_g170_n512.sh, whose --qk_dim_head is 128)
@@ -36,66 +37,95 @@ def test_network_names_map_to_the_paper_recipe_with_their_seed():
         "paper-seed4",
     ]
     assert recipe.config_for("paper-seed2", test_episodes=7).seed == 2
-    for bad, match in (
-        ("paper-seed42", "named 'paper'"),
-        ("paper-seed01", "leading zeros"),
-        ("paper-seed-1", "unknown network"),
-        ("seed1", "unknown network"),
-        ("Paper", "unknown network"),
-    ):
-        with pytest.raises(ValueError, match=match):
+    # names are registry keys, never parsed: what is not registered is unknown, and the message says which are
+    for bad in ("paper-seed42", "paper-seed01", "paper-seed-1", "seed1", "Paper", "paper-seed7", "quick-bf16"):
+        with pytest.raises(ValueError, match=f"unknown network '{bad}'.*seed 42 is the network named 'paper'"):
             recipe.network_config(bad)
     with pytest.raises(TypeError):
         recipe.network_config(1)
-    with pytest.raises(ValueError, match="neither"):
+    with pytest.raises(ValueError, match="no registered network"):
         recipe.network_name(recipe.TrainConfig(lr=1e-3))
     for bad in (-1, 1.5, True, "1"):
         with pytest.raises(ValueError, match="non-negative integer"):
             en.member_name(bad)
 
 
-def test_a_bfloat16_network_is_named_with_a_suffix_and_has_its_recipe():
+def test_a_network_is_one_registry_entry_with_its_seed_as_a_field(monkeypatch):
+    """Registering a network is one call; its seed is the configuration's field, whatever its name says; the
+    folder is spelled by network_dir alone; a second name for one network, or a name re-registered, is refused."""
+    monkeypatch.setattr(recipe, "NETWORKS", dict(recipe.NETWORKS))
+    cfg = dataclasses.replace(recipe.network_config("paper-2x8"), seed=1)
+    net = recipe.register_network("wide-one", cfg)
+    assert (net.name, net.config.seed, net.precision) == ("wide-one", 1, "auto")
+    assert recipe.network_config("wide-one") is cfg and recipe.network_name(cfg) == "wide-one"
+    assert recipe.network_dir("wide-one", "/d") == Path("/d/omniglot-wide-one")
+    assert recipe.network_dir("paper").parent.name == "data"
+    with pytest.raises(ValueError, match="same network as 'wide-one'"):
+        recipe.register_network("wide-one-again", cfg)
+    with pytest.raises(ValueError, match="already registered with other settings"):
+        recipe.register_network("wide-one", recipe.network_config("paper"), "bfloat16")
+    with pytest.raises(ValueError, match="unknown network 'nowhere'"):
+        recipe.network_dir("nowhere")
+    with pytest.raises(ValueError, match="lower-case"):
+        recipe.register_network("Bad Name", cfg)
+    with pytest.raises(ValueError, match="precision must be one of"):
+        recipe.register_network("half", cfg, "float8")
+    # a new ensemble seed is registered on first use as the paper recipe with that seed
+    assert en.member_name(5) == "paper-seed5" and recipe.network_config("paper-seed5").seed == 5
+    assert en.member_name(42) == "paper"  # seed 42's network is the registry's "paper", found, not special-cased
+
+
+def test_a_bfloat16_network_is_registered_with_its_precision():
     assert recipe.network_config("paper-bf16") == recipe.network_config("paper")
-    assert recipe.network_config("paper-seed3-bf16") == recipe.TrainConfig(seed=3)
-    assert [recipe.network_precision(n) for n in ("paper", "paper-seed3", "quick", "paper-bf16", "quick-bf16")] == [
+    assert [recipe.network_precision(n) for n in ("paper", "paper-seed3", "quick", "paper-bf16", "paper-2x8")] == [
         "auto",
         "auto",
         "auto",
         "bfloat16",
-        "bfloat16",
+        "auto",
     ]
-    for bad in ("paper-bf16-bf16", "paper-seed01-bf16", "bf16", "-bf16"):
-        with pytest.raises(ValueError):
-            recipe.network_config(bad)
-    with pytest.raises(ValueError, match="unknown network"):
-        recipe.network_precision("paper-fp16")
+    assert recipe.network_name(recipe.TrainConfig(), "bfloat16") == "paper-bf16"
+    for bad in ("paper-bf16-bf16", "paper-seed3-bf16", "bf16", "-bf16", "paper-fp16"):
+        with pytest.raises(ValueError, match="unknown network"):
+            recipe.network_precision(bad)
 
 
-def test_a_network_folder_must_say_the_precision_its_name_says(tmp_path):
-    """The float32 quick network under data/omniglot-quick-bf16 is refused, and a record that claims bfloat16
-    under a float32 name too."""
-    shutil.copytree(ROOT / "data" / "omniglot-quick", tmp_path / "omniglot-quick-bf16")
-    with pytest.raises(ValueError, match="trained in float32.*ends in '-bf16'"):
-        checkpoints.committed_checkpoint("quick-bf16", tmp_path)
-    shutil.copytree(ROOT / "data" / "omniglot-quick", tmp_path / "omniglot-quick")
-    rec_path = tmp_path / "omniglot-quick" / "record.json"
-    rec = json.loads(rec_path.read_text())
+def _copy_network(src: str, tmp_path, dst: str | None = None) -> Path:
+    """A copy of the committed network folder ``data/omniglot-<src>`` as ``tmp_path/omniglot-<dst>``."""
+    folder = tmp_path / f"omniglot-{dst or src}"
+    shutil.copytree(ROOT / "data" / f"omniglot-{src}", folder)
+    return folder
+
+
+def _edit_record(folder: Path, reseal: bool = True, **changes) -> None:
+    """Rewrite ``record.json`` with ``changes`` (and, with ``reseal``, its seal with it, as a forger would)."""
+    rec = json.loads((folder / "record.json").read_text())
+    (folder / "record.json").write_text(json.dumps({**rec, **changes}))
+    if reseal:
+        checkpoints.seal_network_folder(folder)
+
+
+def test_a_network_folder_must_have_the_precision_its_registry_entry_says(tmp_path):
+    """The float32 paper network's files under the name of the bfloat16 control are refused, and a record
+    that claims bfloat16 under a float32 name too (each rewritten with its seal: the content check tells)."""
+    _copy_network("paper", tmp_path, "paper-bf16")
+    with pytest.raises(ValueError, match="trained in float32; the registry says bfloat16"):
+        checkpoints.committed_checkpoint("paper-bf16", tmp_path)
+    folder = _copy_network("quick", tmp_path)
+    rec = json.loads((folder / "record.json").read_text())
     assert checkpoints.committed_checkpoint("quick", tmp_path)[1]["exported"] == rec["exported"]
-    rec_path.write_text(json.dumps({**rec, "precision": "bfloat16"}))
-    with pytest.raises(ValueError, match="trained in bfloat16"):
+    _edit_record(folder, precision="bfloat16")
+    with pytest.raises(ValueError, match="trained in bfloat16; the registry says auto"):
         checkpoints.committed_checkpoint("quick", tmp_path)
 
 
 def test_a_network_folder_must_hold_the_network_it_is_named_after(tmp_path):
     """The quick network's files placed under data/omniglot-paper do not load as the paper network."""
-    fake = tmp_path / "omniglot-paper"
-    shutil.copytree(ROOT / "data" / "omniglot-quick", fake)
+    fake = _copy_network("quick", tmp_path, "paper")
     with pytest.raises(ValueError, match="named network 'paper'.*another configuration"):
         tr.load_network("paper", train_if_missing=False, data_dir=tmp_path)
     # a record that claims the paper recipe over a model trained otherwise is refused too
-    rec = json.loads((fake / "record.json").read_text())
-    rec["config"] = json.loads((ROOT / "data" / "omniglot-paper" / "record.json").read_text())["config"]
-    (fake / "record.json").write_text(json.dumps(rec))
+    _edit_record(fake, config=json.loads((ROOT / "data" / "omniglot-paper" / "record.json").read_text())["config"])
     with pytest.raises(ValueError, match="other settings than its record.json"):
         tr.load_network("paper", train_if_missing=False, data_dir=tmp_path)
 

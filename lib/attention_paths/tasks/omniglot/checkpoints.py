@@ -1,22 +1,140 @@
 """Checkpoint files of the in-context transformer: written atomically with a digest of their weights, read back
-verified, exported without optimiser state, and the committed networks ``data/omniglot-<name>/`` looked up."""
+verified, exported without optimiser state, and the committed networks ``data/omniglot-<name>/`` looked up.
+
+A committed network folder (:func:`~.recipe.network_dir`) holds ``model.pt`` + ``record.json`` (a finished
+network) or ``resume.pt`` + ``resume.json`` (an unfinished training, one unit), and :data:`SEAL`
+(``files.json``): the SHA-256 of every one of those files, checked by every reader of the folder
+(:func:`verify_network_folder`), so that an edited record or a half resume pair is refused by name.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import warnings
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
-from attention_paths.base import config
 from attention_paths.base.io import atomic_write, atomic_write_json
 from attention_paths.base.provenance import hardware
 from attention_paths.tasks.omniglot.model import InContextTransformer
-from attention_paths.tasks.omniglot.recipe import BF16_SUFFIX, TrainConfig, network_config, network_precision
+from attention_paths.tasks.omniglot.recipe import TrainConfig, network_config, network_dir, network_precision
 
-__all__ = ["load_trained", "checkpoint_sha256", "export_checkpoint", "committed_checkpoint", "resume_state"]
+__all__ = [
+    "load_trained",
+    "checkpoint_sha256",
+    "export_checkpoint",
+    "committed_checkpoint",
+    "resume_state",
+    "read_resume_state",
+    "read_json",
+    "SEAL",
+    "SEALED_FILES",
+    "seal_network_folder",
+    "verify_network_folder",
+    "DiskFullError",
+    "checkpoint_precision",
+    "disk_full_guard",
+]
+
+SEAL = "files.json"  # the digest record of a committed network folder
+SEALED_FILES = ("model.pt", "record.json", "resume.pt", "resume.json")
+SEAL_FORMAT = 1
+
+
+class DiskFullError(OSError):
+    """No space was left on the disk while writing a training's files; the message names the folder."""
+
+
+@contextlib.contextmanager
+def disk_full_guard(folder):
+    """Turn a full disk while writing into ``folder`` (``OSError`` ENOSPC, or torch's ``RuntimeError`` of a
+    short write) into :class:`DiskFullError` naming the folder; the atomic writers leave no partial file."""
+    try:
+        yield
+    except DiskFullError:
+        raise
+    except (OSError, RuntimeError) as err:
+        text = str(err)
+        if getattr(err, "errno", None) != errno.ENOSPC and "unexpected pos" not in text and "No space" not in text:
+            raise
+        raise DiskFullError(
+            errno.ENOSPC,
+            f"no space left on the disk of {folder} while writing the training's files ({err}); nothing "
+            "partial was left there: free some space and run the same command again (it resumes from the "
+            "last checkpoint written)",
+        ) from None
+
+
+def read_json(path, what: str = "file") -> dict:
+    """A JSON object from ``path``; unreadable, damaged or non-object content raises ``ValueError`` naming
+    the file (a missing one ``FileNotFoundError``)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} {path} does not exist") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{what} {path} is damaged (not valid JSON: {err})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} {path} is damaged (a JSON {type(data).__name__}, not an object)")
+    return data
+
+
+def _field(data: dict, path: Path, *keys):
+    """``data[k0][k1]...``; a missing or mistyped field raises ``ValueError`` naming the file and field."""
+    v = data
+    for k in keys:
+        if not isinstance(v, dict) or k not in v:
+            raise ValueError(f"{path} is damaged or incomplete: it has no field {'.'.join(map(str, keys))}")
+        v = v[k]
+    return v
+
+
+def seal_network_folder(folder, reason: str | None = None) -> dict:
+    """Write ``folder/files.json``: the SHA-256 of each of :data:`SEALED_FILES` present (``reason``: why the
+    folder was sealed again, e.g. a migration, kept with the digests).  Returns the seal."""
+    folder = Path(folder)
+    seal = {
+        "format": SEAL_FORMAT,
+        "files_sha256": {f: checkpoint_sha256(folder / f) for f in SEALED_FILES if (folder / f).exists()},
+    }
+    if reason:
+        seal["reason"] = reason
+    atomic_write_json(folder / SEAL, seal)
+    return seal
+
+
+def verify_network_folder(folder) -> dict:
+    """Check a committed network folder against its seal (:data:`SEAL`): every sealed file present with its
+    SHA-256, and no file of :data:`SEALED_FILES` unsealed.  Returns the seal; any problem raises
+    ``ValueError`` (``FileNotFoundError`` for a sealed file that is gone) naming the file."""
+    folder = Path(folder)
+    if not (folder / SEAL).exists():
+        raise ValueError(
+            f"{folder} has no {SEAL} (the SHA-256 of its files), so damage to them cannot be detected; "
+            "restore it, or seal the folder again with seal_network_folder if you trust its files"
+        )
+    seal = read_json(folder / SEAL, "network seal")
+    fmt = seal.get("format")
+    if not isinstance(fmt, int) or fmt > SEAL_FORMAT:
+        raise ValueError(f"{folder / SEAL} has format {fmt!r}; this code reads format {SEAL_FORMAT}")
+    sealed = _field(seal, folder / SEAL, "files_sha256")
+    for f in SEALED_FILES:
+        path = folder / f
+        if f not in sealed:
+            if path.exists():
+                raise ValueError(f"{path} is not covered by {folder / SEAL}: it was added after the folder was sealed")
+            continue
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: {folder / SEAL} says the folder holds it")
+        if checkpoint_sha256(path) != sealed[f]:
+            raise ValueError(f"{path} is damaged or was edited: its SHA-256 differs from the one in {folder / SEAL}")
+    return seal
 
 
 def _state_digest(ck: dict) -> str:
@@ -43,9 +161,11 @@ def _state_digest(ck: dict) -> str:
 
 
 def _atomic_torch_save(obj, path: Path):
-    """Write a checkpoint atomically, with the digest of its weights inside (checked by :func:`_read_checkpoint`)."""
+    """Write a checkpoint atomically, with the digest of its weights inside (checked by :func:`_read_checkpoint`);
+    a full disk raises :class:`DiskFullError` naming the folder, with no partial file left."""
     obj = {**obj, "digest": _state_digest(obj)}
-    atomic_write(Path(path), lambda fh: torch.save(obj, fh))
+    with disk_full_guard(Path(path).parent):
+        atomic_write(Path(path), lambda fh: torch.save(obj, fh))
 
 
 def _read_checkpoint(path: Path, device, need=("config", "model"), verify: bool = True) -> dict:
@@ -105,10 +225,11 @@ def load_trained(path, device: str | torch.device = "cpu", *, verify: bool = Tru
 
 def export_checkpoint(run_dir, dest_dir) -> dict:
     """Copy a finished run's **last** checkpoint without optimizer state (``model.pt``) and its summary into
-    ``dest_dir`` (e.g. ``data/omniglot-quick``), recording the exported file's SHA-256 in ``record.json``."""
+    ``dest_dir`` (e.g. ``data/omniglot-quick``), recording the exported file's SHA-256 in ``record.json``,
+    and seal the folder (:func:`seal_network_folder`)."""
     run_dir, dest_dir = Path(run_dir), Path(dest_dir)
     ck = _read_checkpoint(run_dir / "last.pt", "cpu")
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = read_json(run_dir / "summary.json", "training summary")
     _atomic_torch_save(
         {k: v for k, v in ck.items() if k not in ("optimizer", "rng_state", "scaler", "digest")}, dest_dir / "model.pt"
     )
@@ -127,22 +248,31 @@ def export_checkpoint(run_dir, dest_dir) -> dict:
         "from": "last checkpoint (spec OP-E5: the last checkpoint feeds everything downstream)",
     }
     atomic_write_json(dest_dir / "record.json", record)
+    seal_network_folder(dest_dir)
     return record
 
 
 def committed_checkpoint(name: str, data_dir=None) -> tuple[Path, dict] | None:
-    """``(model.pt path, record)`` of the committed checkpoint ``data/omniglot-<name>``, or ``None`` when there
-    is none; a file whose SHA-256 differs from its record raises ``ValueError``."""
-    folder = Path(data_dir or config.repo_data_dir()) / f"omniglot-{name}"
-    if not (folder / "model.pt").exists():
+    """``(model.pt path, record)`` of the committed network ``name`` (:func:`~.recipe.network_dir`), or
+    ``None`` when there is none (no ``model.pt`` and no ``record.json``).  The folder is checked against its
+    seal (:func:`verify_network_folder`), the model file against the SHA-256 in its record, and the record's
+    configuration and precision against the registry's; any disagreement raises ``ValueError`` naming the
+    file."""
+    folder = network_dir(name, data_dir)
+    model, rec_path = folder / "model.pt", folder / "record.json"
+    if not model.exists() and not rec_path.exists():
         return None
-    record = json.loads((folder / "record.json").read_text())
-    if checkpoint_sha256(folder / "model.pt") != record["exported"]["sha256"]:
-        raise ValueError(f"{folder / 'model.pt'} does not match the SHA-256 in its record.json")
+    if not (model.exists() and rec_path.exists()):
+        half = [p.name for p in (model, rec_path) if not p.exists()]
+        raise ValueError(f"{folder} holds network {name!r} only in part: {' and '.join(half)} missing")
+    verify_network_folder(folder)
+    record = read_json(rec_path, "network record")
+    if checkpoint_sha256(model) != _field(record, rec_path, "exported", "sha256"):
+        raise ValueError(f"{model} does not match the SHA-256 in its record.json")
     try:
-        recorded = TrainConfig(**record["config"])
-    except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{folder / 'record.json'} holds no valid training configuration ({err})") from None
+        recorded = TrainConfig(**_field(record, rec_path, "config"))
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{rec_path} holds no valid training configuration ({err})") from None
     if recorded != network_config(name):
         raise ValueError(
             f"{folder} is named network {name!r}, but its record.json was trained with another configuration "
@@ -152,15 +282,58 @@ def committed_checkpoint(name: str, data_dir=None) -> tuple[Path, dict] | None:
     if bf16 != (record.get("precision") == "bfloat16"):
         raise ValueError(
             f"{folder} is named network {name!r}, but its record.json says it was trained in "
-            f"{record.get('precision', 'float32')}; the name of a network trained in bfloat16, and only of one, ends "
-            f"in {BF16_SUFFIX!r}"
+            f"{record.get('precision', 'float32')}; the registry says {network_precision(name)} "
+            "(a network trained in bfloat16 is registered with precision 'bfloat16')"
         )
-    return folder / "model.pt", record
+    return model, record
+
+
+# a checkpoint written before its precision was recorded: the code of then trained in float32 on a CPU
+LEGACY_PRECISION = "float32"
+
+
+def checkpoint_precision(ck: dict) -> str:
+    """The precision a training checkpoint was written in (``float32``, ``bfloat16`` or ``float16``); one from
+    before the field was recorded is float32 (:data:`LEGACY_PRECISION`)."""
+    return ck.get("precision", LEGACY_PRECISION)
+
+
+def read_resume_state(name: str, data_dir=None) -> dict | None:
+    """The committed resumable state of network ``name`` (``resume.pt`` + ``resume.json``, one unit), or
+    ``None`` when there is none: ``{"path", "steps_done", "steps", "precision", "progress"}``, where
+    ``steps_done`` is the checkpoint's own step and ``progress`` the ``resume.json``.  A half pair, a pair
+    that differs from its seal, a ``resume.json`` whose steps or precision disagree with ``resume.pt``, or a
+    checkpoint of another network raises ``ValueError`` naming the file."""
+    folder = network_dir(name, data_dir)
+    pt, js = folder / "resume.pt", folder / "resume.json"
+    if not pt.exists() and not js.exists():
+        return None
+    if not (pt.exists() and js.exists()):
+        have, lack = (pt, js) if pt.exists() else (js, pt)
+        raise ValueError(f"{have} has no {lack.name} beside it: a resumable state is the pair; restore {lack}")
+    verify_network_folder(folder)
+    progress = read_json(js, "resume record")
+    ck = _read_checkpoint(pt, "cpu", need=("config", "model", "optimizer", "step"))
+    cfg = network_config(name)
+    if {k: v for k, v in ck["config"].items() if k != "steps"} != {
+        k: v for k, v in asdict(cfg).items() if k != "steps"
+    }:
+        raise ValueError(f"{pt} is not a training of network {name!r} (its configuration differs)")
+    for key, value in (("steps_done", ck["step"]), ("precision", checkpoint_precision(ck)), ("network", name)):
+        if progress.get(key, value) != value:
+            raise ValueError(f"{js} says {key} = {progress.get(key)!r}, but {pt} has {value!r}")
+    return {
+        "path": pt,
+        "steps_done": int(ck["step"]),
+        "steps": cfg.steps,
+        "precision": checkpoint_precision(ck),
+        "progress": progress,
+    }
 
 
 def resume_state(name: str, data_dir=None) -> Path | None:
     """The committed resumable state ``data/omniglot-<name>/resume.pt`` of a network whose training did not
-    finish within one session (a ``last.pt`` with optimiser state), or ``None``."""
-    network_config(name)
-    path = Path(data_dir or config.repo_data_dir()) / f"omniglot-{name}" / "resume.pt"
-    return path if path.exists() else None
+    finish within one session (a ``last.pt`` with optimiser state), checked as :func:`read_resume_state`
+    does, or ``None``."""
+    state = read_resume_state(name, data_dir)
+    return None if state is None else state["path"]

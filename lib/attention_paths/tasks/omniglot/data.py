@@ -18,8 +18,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.error import URLError
 
 import numpy as np
 import torchvision
@@ -76,6 +78,9 @@ def _missing(what: str, where: Path, hint: str) -> DatasetMissingError:
     )
 
 
+_MISSING = re.compile(r"dataset not found|error downloading", re.IGNORECASE)  # torchvision's "missing" errors
+
+
 class DatasetDamagedError(ValueError):
     """A dataset file is present but damaged (wrong checksum, truncated, unreadable); the message names it."""
 
@@ -96,13 +101,32 @@ def _idx_intact(path: Path) -> bool:
         return False
 
 
+# SHA-256 of the official unpacked IDX files (the content of torchvision's MD5-checked .gz files), so that an
+# unpacked file with no .gz beside it is checked too
+UNPACKED_SHA256 = {
+    "MNIST": {
+        "t10k-images-idx3-ubyte": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+        "t10k-labels-idx1-ubyte": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
+        "train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+        "train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+    },
+    "FashionMNIST": {
+        "t10k-images-idx3-ubyte": "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b",
+        "t10k-labels-idx1-ubyte": "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34",
+        "train-images-idx3-ubyte": "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888",
+        "train-labels-idx1-ubyte": "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9",
+    },
+}
+
+
 def _verify_and_unpack(cls, raw: Path) -> None:
     """Check the raw MNIST-format files of torchvision dataset ``cls`` under ``raw`` and unpack them offline.
 
     A ``.gz`` file must have torchvision's published MD5, and its IDX file is (re)written from it (atomically)
     whenever it is missing or differs from the verified ``.gz``'s content, so that what torchvision reads is
-    what was verified; an IDX file without its ``.gz`` must at least match its own header.  Damage raises
-    :class:`DatasetDamagedError` naming the file; missing files are left to torchvision (download or error).
+    what was verified; an IDX file without its ``.gz`` must match its own header and the official unpacked
+    file's SHA-256 (:data:`UNPACKED_SHA256`).  Damage raises :class:`DatasetDamagedError` naming the file;
+    missing files are left to torchvision (download or error).
     """
     for filename, md5 in cls.resources:
         gz, idx = raw / filename, raw / filename[: -len(".gz")]
@@ -124,6 +148,13 @@ def _verify_and_unpack(cls, raw: Path) -> None:
                 f"{idx} is damaged: its size does not match its IDX header (truncated?); "
                 f"replace it, or put the official {filename} beside it"
             )
+        elif idx.exists():  # no .gz to check it against: the official file's content, recorded
+            digest = hashlib.sha256(idx.read_bytes()).hexdigest()
+            if digest != UNPACKED_SHA256[cls.__name__][idx.name]:
+                raise DatasetDamagedError(
+                    f"{idx} is damaged: its SHA-256 {digest[:16]}... is not the official unpacked "
+                    f"{cls.__name__} file's; replace it, or put the official {filename} beside it"
+                )
 
 
 # ------------------------------------------------------------------------------------------ Omniglot files
@@ -307,10 +338,15 @@ def load_ood(name: str, root: str | Path | None = None, download: bool = True) -
     root = Path(root) if root is not None else data_root()
     cls = getattr(torchvision.datasets, name)
     _verify_and_unpack(cls, root / name / "raw")
+    fetch = download and not config.offline()  # a malformed $ATTENTION_PATHS_OFFLINE raises its own error
     try:
-        train = cls(str(root), train=True, download=download and not config.offline())
-        test = cls(str(root), train=False, download=download and not config.offline())
-    except Exception:
+        train = cls(str(root), train=True, download=fetch)
+        test = cls(str(root), train=False, download=fetch)
+    except (RuntimeError, URLError) as err:
+        # torchvision says "Dataset not found" when the files are absent and no download was allowed, and
+        # "Error downloading" when every mirror failed; anything else is a real problem, let through
+        if isinstance(err, RuntimeError) and not _MISSING.search(str(err)):
+            raise
         raise _missing(
             name,
             root / name,

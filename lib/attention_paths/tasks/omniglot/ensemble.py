@@ -18,17 +18,17 @@ from __future__ import annotations
 import json
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from attention_paths.base import config
 from attention_paths.base.io import atomic_write_json
 from attention_paths.base.provenance import hardware, provenance
 from attention_paths.tasks.omniglot.checkpoints import checkpoint_sha256, export_checkpoint, load_trained
 from attention_paths.tasks.omniglot.data import load_ood, load_split
 from attention_paths.tasks.omniglot.episodes import fixed_episodes, ood_episodes
-from attention_paths.tasks.omniglot.recipe import TRAIN_CONFIGS, network_config
+from attention_paths.tasks.omniglot.recipe import TRAIN_CONFIGS, network_dir, network_name, register_network
 from attention_paths.tasks.omniglot.training import evaluate
 
 __all__ = [
@@ -52,10 +52,16 @@ PRECISE_SETS = ("test", "MNIST", "FashionMNIST")
 
 
 def member_name(seed: int) -> str:
-    """The network name of the paper's recipe trained with ``seed`` ("paper" for 42, else "paper-seed<k>")."""
+    """The registered network of the paper's recipe (float32) trained with ``seed`` ("paper" for 42,
+    "paper-seed<k>" for the ensemble's others, :data:`~attention_paths.tasks.omniglot.recipe.NETWORKS`); a seed
+    no network has yet is registered as ``"paper-seed<k>"``, a new member of the ensemble."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"a training seed is a non-negative integer, got {seed!r}")
-    return "paper" if int(seed) == TRAIN_CONFIGS["paper"].seed else f"paper-seed{int(seed)}"
+    cfg = replace(TRAIN_CONFIGS["paper"], seed=int(seed))
+    try:
+        return network_name(cfg)
+    except ValueError:
+        return register_network(f"paper-seed{int(seed)}", cfg).name
 
 
 def precise_sets(root=None, test_episodes: int = PRECISE_TEST_EPISODES) -> dict:
@@ -156,8 +162,7 @@ def record_precise_accuracies(name: str, *, root=None, data_dir=None, test_episo
     """Add the precise accuracies of an already committed network ``data/omniglot-<name>`` to its
     ``record.json`` (the model file is not touched; its SHA-256 is checked first).  The best-validation
     checkpoint of a network committed before issue 23 was not kept: its record says so."""
-    network_config(name)
-    folder = Path(data_dir or config.repo_data_dir()) / f"omniglot-{name}"
+    folder = network_dir(name, data_dir)
     record = json.loads((folder / "record.json").read_text())
     if checkpoint_sha256(folder / "model.pt") != record["exported"]["sha256"]:
         raise ValueError(f"{folder / 'model.pt'} does not match the SHA-256 in its record.json")
@@ -180,9 +185,8 @@ def record_precise_accuracies(name: str, *, root=None, data_dir=None, test_episo
 def committed_members(data_dir=None) -> list[tuple[int, str]]:
     """``[(seed, name)]`` of the ensemble's networks committed under ``data/`` (``model.pt`` present), in
     :data:`ENSEMBLE_SEEDS` order."""
-    folder = Path(data_dir or config.repo_data_dir())
     return [
         (seed, member_name(seed))
         for seed in ENSEMBLE_SEEDS
-        if (folder / f"omniglot-{member_name(seed)}" / "model.pt").exists()
+        if (network_dir(member_name(seed), data_dir) / "model.pt").exists()
     ]

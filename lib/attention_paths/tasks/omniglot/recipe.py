@@ -1,7 +1,8 @@
 """The training recipes of the in-context transformer and the names of the trained networks (spec §B.6).
 
-:class:`TrainConfig` holds the paper's recipe; ``"quick"``, ``"paper"`` and ``"paper-seed<k>"`` name the
-networks the book trains (:func:`network_config`, :func:`network_name`).  This module imports neither torch
+:class:`TrainConfig` holds the paper's recipe; the registry :data:`NETWORKS` names the networks the book trains
+(:class:`Network`: name -> configuration and precision; :func:`register_network` adds one, :func:`network_dir`
+is its folder).  This module imports neither torch
 nor numpy, so the command line checks ``--network`` before it loads them.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from attention_paths.base import config
 
@@ -23,6 +25,11 @@ __all__ = [
     "network_precision",
     "BF16_SUFFIX",
     "ARCHITECTURE_NETWORKS",
+    "Network",
+    "NETWORKS",
+    "network",
+    "network_dir",
+    "register_network",
 ]
 
 EPISODES_PER_EPOCH = 527_878  # binom(1028, 2)
@@ -80,62 +87,114 @@ def config_for(scale: str | None = None, **overrides) -> TrainConfig:
     return replace(TRAIN_CONFIGS[config.get_scale(scale)], **overrides)
 
 
-_SEEDED = re.compile(r"paper-seed(\d+)")
-# a network trained with bfloat16 mixed precision carries this suffix ("paper-bf16", "paper-seed1-bf16"):
-# the same recipe and seed, another precision (the precision is recorded in its record.json, not in TrainConfig)
+@dataclass(frozen=True)
+class Network:
+    """A named network: its training configuration (architecture, recipe, seed) and precision.
+
+    ``precision`` is :func:`~.training.train`'s (``"auto"``: float32 on a CPU, the reference's fp16 mixed
+    precision on a GPU; ``"bfloat16"``: bfloat16 mixed precision).  Its committed files live in
+    :func:`network_dir` (``data/omniglot-<name>/``).
+    """
+
+    name: str
+    config: TrainConfig
+    precision: str = "auto"
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
+            raise ValueError(f"a network name is lower-case letters, digits and '-', got {self.name!r}")
+        if not isinstance(self.config, TrainConfig):
+            raise TypeError(f"network {self.name!r}: config must be a TrainConfig, got {type(self.config).__name__}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"network {self.name!r}: precision must be one of {PRECISIONS}, got {self.precision!r}")
+
+
+_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+NETWORKS: dict[str, Network] = {}
+
+
+def register_network(name: str, cfg: TrainConfig, precision: str = "auto") -> Network:
+    """Register a named network (one call: e.g. ``register_network("paper-2x8-seed1",
+    replace(network_config("paper-2x8"), seed=1))``); re-registering a name with other settings, or a second
+    name for the same configuration and precision, raises ``ValueError``."""
+    net = Network(name, cfg, precision)
+    if name in NETWORKS:
+        if NETWORKS[name] != net:
+            raise ValueError(f"network {name!r} is already registered with other settings: {NETWORKS[name]}")
+        return net
+    for other in NETWORKS.values():
+        if (other.config, other.precision) == (cfg, precision):
+            raise ValueError(f"network {name!r} would train the same network as {other.name!r}")
+    NETWORKS[name] = net
+    return net
+
+
+_PAPER = TRAIN_CONFIGS["paper"]
+# the book's networks: the quick one, the paper's recipe with its seed 42 and the ensemble's seeds 1-4
+# (issue 23), seed 42 again in bfloat16 (the precision control), and the reference's other architectures
+for _name, _cfg, _precision in (
+    ("quick", TRAIN_CONFIGS["quick"], "auto"),
+    ("paper", _PAPER, "auto"),
+    *((f"paper-seed{k}", replace(_PAPER, seed=k), "auto") for k in (1, 2, 3, 4)),
+    ("paper-bf16", _PAPER, "bfloat16"),
+    *((n, c, "auto") for n, c in ARCHITECTURE_NETWORKS.items()),
+):
+    register_network(_name, _cfg, _precision)
+
+# kept for callers of the suffix convention; a network's precision is its registry entry's field
 BF16_SUFFIX = "-bf16"
 
 
-def network_config(name: str) -> TrainConfig:
-    """The training configuration of a trained network's name.
-
-    ``"quick"`` (4,000 steps) and ``"paper"`` (the paper's recipe, seed 42) are the book's two networks;
-    ``"paper-seed<k>"`` is the paper's recipe with training seed ``k`` (initial weights, label-embedding
-    table and data order), a member of the ensemble of :mod:`attention_paths.tasks.omniglot.ensemble`;
-    ``"paper-2x8"`` (2 layers x 8 heads, G = 64) and ``"paper-3x3"`` (3 layers x 3 heads, G = 128) are the
-    reference's other two architectures trained with the same recipe (:data:`ARCHITECTURE_NETWORKS`).
-    Any of them with the suffix ``"-bf16"`` is the same configuration trained in bfloat16 mixed precision
-    (:func:`network_precision`).  Its committed files live in ``data/omniglot-<name>/``.
-    """
+def network(name: str) -> Network:
+    """The registered network ``name``; an unknown name raises ``ValueError`` listing the registered ones."""
     if not isinstance(name, str):
         raise TypeError(f"a network name is a string such as 'paper' or 'paper-seed1', got {name!r}")
-    if name.endswith(BF16_SUFFIX) and not name[: -len(BF16_SUFFIX)].endswith(BF16_SUFFIX):
-        return network_config(name[: -len(BF16_SUFFIX)])
-    if name in TRAIN_CONFIGS:
-        return TRAIN_CONFIGS[name]
-    if name in ARCHITECTURE_NETWORKS:
-        return ARCHITECTURE_NETWORKS[name]
-    m = _SEEDED.fullmatch(name)
-    if m is None:
+    if name not in NETWORKS:
+        paper = [
+            f"seed {n.config.seed} is the network named {n.name!r}"
+            for n in NETWORKS.values()
+            if n.precision == "auto" and replace(n.config, seed=_PAPER.seed) == _PAPER
+        ]
         raise ValueError(
-            f"unknown network {name!r}; networks are 'quick', 'paper', 'paper-seed<k>' (k an integer), "
-            f"{', '.join(repr(n) for n in ARCHITECTURE_NETWORKS)} (other architectures), each "
-            f"optionally with the suffix {BF16_SUFFIX!r} (trained in bfloat16)"
+            f"unknown network {name!r}; the registered networks are {', '.join(map(repr, NETWORKS))} "
+            f"(the paper's recipe: {'; '.join(paper)}); register another with "
+            "attention_paths.tasks.omniglot.recipe.register_network"
         )
-    seed = int(m.group(1))
-    if seed == TRAIN_CONFIGS["paper"].seed or m.group(1) != str(seed):
-        raise ValueError(
-            f"network {name!r}: seed {TRAIN_CONFIGS['paper'].seed} is the network named 'paper', and a seed "
-            "is written without leading zeros"
-        )
-    return replace(TRAIN_CONFIGS["paper"], seed=seed)
+    return NETWORKS[name]
 
 
-def network_name(cfg: TrainConfig) -> str:
-    """The name of the network a configuration trains (inverse of :func:`network_config`); a configuration
-    that is neither the quick one nor the paper's recipe with some seed raises ``ValueError``."""
-    if cfg == TRAIN_CONFIGS["quick"]:
-        return "quick"
-    for name, other in ARCHITECTURE_NETWORKS.items():
-        if cfg == other:
-            return name
-    if replace(cfg, seed=TRAIN_CONFIGS["paper"].seed) == TRAIN_CONFIGS["paper"]:
-        return "paper" if cfg.seed == TRAIN_CONFIGS["paper"].seed else f"paper-seed{cfg.seed}"
-    raise ValueError(f"configuration {cfg} is neither the quick network's nor the paper's recipe")
+def network_config(name: str) -> TrainConfig:
+    """The training configuration of a registered network (:data:`NETWORKS`).
+
+    ``"quick"`` (4,000 steps) and ``"paper"`` (the paper's recipe, seed 42) are the book's two networks;
+    ``"paper-seed<k>"`` (k = 1..4) is the paper's recipe with training seed ``k`` (initial weights,
+    label-embedding table and data order), a member of the ensemble of
+    :mod:`attention_paths.tasks.omniglot.ensemble`; ``"paper-bf16"`` is ``"paper"`` trained in bfloat16
+    mixed precision; ``"paper-2x8"`` (2 layers x 8 heads, G = 64) and ``"paper-3x3"`` (3 layers x 3 heads,
+    G = 128) are the reference's other two architectures trained with the same recipe.  The seed is the
+    configuration's field, never read from the name.  Committed files live in :func:`network_dir`.
+    """
+    return network(name).config
+
+
+def network_name(cfg: TrainConfig, precision: str = "auto") -> str:
+    """The name of the registered network a configuration (and precision) trains (inverse of
+    :func:`network_config`); a configuration that no registered network has raises ``ValueError``."""
+    for net in NETWORKS.values():
+        if (net.config, net.precision) == (cfg, precision):
+            return net.name
+    raise ValueError(f"configuration {cfg} (precision {precision}) is no registered network's")
 
 
 def network_precision(name: str) -> str:
-    """The training precision a network's name implies (:func:`~.training.train`'s ``precision``):
-    ``"bfloat16"`` for a name with the suffix ``"-bf16"``, else ``"auto"`` (float32 on a CPU)."""
-    network_config(name)
-    return "bfloat16" if name.endswith(BF16_SUFFIX) else "auto"
+    """The training precision of a registered network (:func:`~.training.train`'s ``precision``):
+    ``"bfloat16"`` for ``"paper-bf16"``, ``"auto"`` (float32 on a CPU) for the others."""
+    return network(name).precision
+
+
+def network_dir(name: str, data_dir=None) -> Path:
+    """The folder of a registered network's committed files, ``<data_dir>/omniglot-<name>`` (default: the
+    project's ``data/``): ``model.pt`` + ``record.json``, or an unfinished training's ``resume.pt`` +
+    ``resume.json``, sealed by ``files.json``.  The one place this folder's name is spelled."""
+    network(name)
+    return Path(data_dir or config.repo_data_dir()) / f"omniglot-{name}"

@@ -25,14 +25,22 @@ from attention_paths.base.provenance import hardware, provenance
 from attention_paths.tasks.omniglot.checkpoints import (
     _atomic_torch_save,
     _read_checkpoint,
+    checkpoint_precision,
     checkpoint_sha256,
     committed_checkpoint,
+    disk_full_guard,
     load_trained,
 )
 from attention_paths.tasks.omniglot.data import load_split
 from attention_paths.tasks.omniglot.episodes import Episodes, evaluation_sets, sample_episodes
 from attention_paths.tasks.omniglot.model import InContextTransformer
-from attention_paths.tasks.omniglot.recipe import PRECISIONS, TrainConfig, network_config, network_precision
+from attention_paths.tasks.omniglot.recipe import (
+    PRECISIONS,
+    TrainConfig,
+    network_config,
+    network_dir,
+    network_precision,
+)
 
 __all__ = ["train", "evaluate", "format_history", "format_record", "load_network"]
 
@@ -124,7 +132,7 @@ def train(
     if start is not None and not start.exists():
         raise FileNotFoundError(f"resume_from={start} does not exist")
     if resume and start is not None:
-        step, history, best, seconds = _resume(start, cfg, dev, net, opt, rng, scaler)
+        step, history, best, seconds = _resume(start, cfg, dev, net, opt, rng, scaler, _precision_name(amp_dtype))
     fwd = net.forward if layerwise else net.path_forward
     model = torch.compile(fwd) if dev.type == "cuda" else fwd
     stop = cfg.steps if max_steps is None else min(cfg.steps, step + max_steps)
@@ -148,13 +156,19 @@ def train(
             history.append(rec)
             losses = []
             state = _training_state(cfg, net, opt, scaler, rng, done, history, seconds)
-            best = _save_checkpoints(state, rec, best, out)
+            best = _save_checkpoints({**state, "precision": _precision_name(amp_dtype)}, rec, best, out)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{rec['train_loss']:.3f}", val=f"{rec['val']['accuracy']:.1f}%")
             t0 = time.perf_counter()
     summary = _summary(cfg, out, history, best, dev, layerwise, amp_dtype)
-    atomic_write_json(out / "summary.json", summary)
+    with disk_full_guard(out):
+        atomic_write_json(out / "summary.json", summary)
     return summary
+
+
+def _precision_name(amp_dtype) -> str:
+    """The name of the precision a run trains in (``float32``, ``bfloat16``, ``float16``), as recorded."""
+    return str(amp_dtype or torch.float32).removeprefix("torch.")
 
 
 _RESUME_KEYS = ("config", "model", "optimizer", "rng_state", "step", "history", "best", "seconds")
@@ -196,13 +210,22 @@ def _training_state(cfg: TrainConfig, net, opt, scaler, rng, step: int, history:
     }
 
 
-def _resume(start: Path, cfg: TrainConfig, dev, net, opt, rng, scaler) -> tuple[int, list, dict | None, float]:
+def _resume(
+    start: Path, cfg: TrainConfig, dev, net, opt, rng, scaler, precision: str
+) -> tuple[int, list, dict | None, float]:
     """Load an interrupted run's ``last.pt`` into the network, optimiser, data generator and loss scaler;
-    returns ``(step, history, best, seconds)``.  Only the number of steps may differ from ``cfg``."""
+    returns ``(step, history, best, seconds)``.  Only the number of steps may differ from ``cfg``; the
+    precision (``float32``, ``bfloat16``, ``float16``) is part of the resumable state and may not change."""
     ck = _read_checkpoint(start, dev, need=_RESUME_KEYS)
     recorded = {k: v for k, v in ck["config"].items() if k != "steps"}
     if recorded != {k: v for k, v in asdict(cfg).items() if k != "steps"}:  # a run can be extended, not changed
         raise ValueError(f"{start} was written with other settings; use another --out or delete it")
+    if checkpoint_precision(ck) != precision:
+        raise ValueError(
+            f"{start} was trained in {checkpoint_precision(ck)} up to step {ck['step']}; resuming it in {precision} "
+            f"would record a mixed run as one precision: resume with --precision {checkpoint_precision(ck)}, or "
+            "use another --out"
+        )
     net.load_state_dict(ck["model"])
     opt.load_state_dict(ck["optimizer"])
     rng.bit_generator.state = ck["rng_state"]
@@ -216,7 +239,10 @@ def _save_checkpoints(state: dict, rec: dict, best: dict | None, out: Path) -> d
     best evaluation record."""
     if best is None or rec["val"]["accuracy"] > best["val"]["accuracy"]:
         best = rec
+        # last.pt first: a full disk while writing best.pt then leaves the resumable state of this step
+        _atomic_torch_save({**state, "best": best}, out / "last.pt")
         _atomic_torch_save({**state, "best": best}, out / "best.pt")
+        return best
     _atomic_torch_save({**state, "best": best}, out / "last.pt")
     return best
 
@@ -238,7 +264,7 @@ def _summary(cfg: TrainConfig, out: Path, history: list, best, dev, layerwise: b
         "threads": torch.get_num_threads(),
         "hardware": hardware(),
         "forward": "layer-wise" if layerwise else "path-factorised",
-        "precision": str(amp_dtype or torch.float32).removeprefix("torch."),
+        "precision": _precision_name(amp_dtype),
         "episodes_per_second": (final["step"] * cfg.batch / final["seconds"]) if final and final["seconds"] else None,
         "checkpoint_sha256": {p.name: checkpoint_sha256(p) for p in (last, out / "best.pt") if p.exists()},
         "provenance": provenance(),
@@ -293,10 +319,10 @@ def load_network(network: str | None = None, *, train_if_missing: bool = True, p
             raise ValueError(f"{path} was trained with other settings than its record.json says")
         return net, {
             **record,
-            "source": f"committed checkpoint data/omniglot-{name}/model.pt",
+            "source": f"committed checkpoint data/{path.parent.name}/model.pt",
             "sha256": record["exported"]["sha256"],
         }
-    committed = Path(data_dir or config.repo_data_dir()) / f"omniglot-{name}"
+    committed = network_dir(name, data_dir)
     if not train_if_missing:
         raise FileNotFoundError(f"no committed checkpoint under {committed}")
     run_dir = config.data_root() / "attention-paths-cache" / f"omniglot-train-{name}"
