@@ -148,10 +148,12 @@ def test_a_scheduler_address_that_is_no_scheduler_fails_within_seconds(tmp_path)
 def test_the_sampler_choices_are_the_samplers_the_package_has():
     """``--sampler`` spells out ``sampling.SAMPLER_KINDS`` (the parser must not import JAX to know them)."""
     from attention_paths import sampling
-    from attention_paths.__main__ import _parser
+    from attention_paths.__main__ import _parser, _subparser
 
-    action = next(a for a in _parser()._actions if "--sampler" in a.option_strings)
-    assert tuple(action.choices) == tuple(sampling.SAMPLER_KINDS)
+    for command in ("omniglot-theory", "reproduce"):
+        sub = _subparser(_parser(), command)
+        action = next(a for a in sub._actions if "--sampler" in a.option_strings)
+        assert tuple(action.choices) == tuple(sampling.SAMPLER_KINDS)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,9 @@
-"""Command line: ``python -m attention_paths <experiment> --scale {quick,paper} --out DIR``."""
+"""Command line: ``python -m attention_paths <command> --scale {quick,paper} --out DIR [options]``.
+
+The commands are the experiments of :data:`attention_paths.runs.registry.EXPERIMENTS` and ``omniglot-train``,
+``reproduce`` and ``ensemble`` (:data:`~attention_paths.runs.registry.COMMANDS`); each takes only its own
+options (``python -m attention_paths hmc --help`` lists them), and an option it does not take is an error.
+"""
 
 from __future__ import annotations
 
@@ -11,22 +16,21 @@ import threading
 from pathlib import Path
 
 from attention_paths.base import config
-from attention_paths.tasks.omniglot.recipe import config_for, network_config
+from attention_paths.runs.lock import ResultsFolderLocked, results_lock
+from attention_paths.runs.registry import COMMANDS, COMMON_OPTIONS, EXPERIMENTS
 
-# The experiments of runs.experiments.EXPERIMENTS (a test checks the two agree): named here so that --help and
-# argument errors answer before torch, JAX and the tasks load; each experiment's modules load when it runs.
-EXPERIMENT_NAMES = ("hmc", "omniglot-theory", "posterior", "pruning", "theory")
+PROG = "python -m attention_paths"
+# Every experiment of runs.registry.EXPERIMENTS, then the other commands, each a subcommand with its own options;
+# the registry imports nothing heavy, so --help and argument errors answer before torch, JAX and the tasks load.
+SUBCOMMANDS = {**dict(sorted(EXPERIMENTS.items())), **COMMANDS}
 
 # A user's mistake (a bad argument, a damaged or missing file, a locked folder, a missing dataset, a run that
 # diverged, a solver that did not converge) is reported in one line with exit status 2; anything else is a bug
 # and shows its traceback, as does every error under --debug.
-USER_ERRORS = (ValueError, OSError, FloatingPointError)
+USER_ERRORS = (ValueError, OSError, FloatingPointError, ResultsFolderLocked)
 # (module, class) of the package's own user errors: an instance exists only once its module is loaded, so
-# they are looked up among the loaded modules rather than imported (which would load dask and torch)
-PACKAGE_USER_ERRORS = (
-    ("attention_paths.runs.pipeline", "ResultsFolderLocked"),
-    ("attention_paths.theory.solver", "SolverError"),
-)
+# they are looked up among the loaded modules rather than imported (which would load torch)
+PACKAGE_USER_ERRORS = (("attention_paths.theory.solver", "SolverError"),)
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
@@ -38,179 +42,107 @@ def user_errors() -> tuple[type[BaseException], ...]:
 
 def main(argv=None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, sys.argv[1:] if argv is None else list(argv))
     try:
-        return _main(args, parser)
+        return _main(args, _subparser(parser, args.experiment))
     except Exception as err:
         if args.debug or not isinstance(err, user_errors()):
             raise
         message = " ".join(str(err).split()) or type(err).__name__
-        print(f"{parser.prog}: error: {message} (--debug shows the traceback)", file=sys.stderr)
+        print(f"{PROG}: error: {message} (--debug shows the traceback)", file=sys.stderr)
         return 2
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m attention_paths", description=__doc__)
-    parser.add_argument(
-        "experiment",
-        choices=sorted(EXPERIMENT_NAMES) + ["omniglot-train", "reproduce", "ensemble"],
-        help="which experiment to run; `reproduce` runs every experiment as resumable stages; `ensemble` "
-        "trains and analyses the paper-recipe networks of several seeds as resumable stages",
+    """The command line: one subcommand per experiment and command of :mod:`attention_paths.runs.registry`,
+    each with only the options it takes (and no abbreviations: ``--seed`` never stands for ``--seeds``)."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Run an experiment of the book, train a network, or run every experiment as resumable stages; "
+        f"`{PROG} COMMAND --help` lists the options of COMMAND.",
+        allow_abbrev=False,
     )
-    parser.add_argument(
-        "--scale", choices=["quick", "paper"], default=None, help="problem sizes (default: $REPRO_SCALE or quick)"
-    )
-    parser.add_argument("--out", default=None, help="output folder (default: out/<experiment>-<scale>)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    parser.add_argument("--debug", action="store_true", help="show the traceback of every error")
-    parser.add_argument(
-        "--device",
-        default="auto",
-        help="where the theory's low-rank kernel products run: auto (a CUDA GPU through torch when "
-        "there is one), numpy, or a torch device; sets ATTENTION_PATHS_DEVICE (sampling uses "
-        "JAX's default device, training torch's GPU when there is one)",
-    )
-    _training_arguments(parser)
-    _theory_arguments(parser)
-    _reproduce_arguments(parser)
+    sub = parser.add_subparsers(dest="experiment", metavar="COMMAND", required=True)
+    for name, command in SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=command.help, description=command.help, allow_abbrev=False)
+        for option in COMMON_OPTIONS + command.options:
+            option.add_to(p)
     return parser
 
 
-def _training_arguments(parser) -> None:
-    g = parser.add_argument_group("omniglot-train")
-    g.add_argument(
-        "--max-steps",
-        type=int,
-        default=None,
-        help="omniglot-train: stop after this many steps (resume later with the same --out)",
-    )
-    g.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="omniglot-train: training seed (initial weights, label-embedding table and data order; "
-        "default: the recipe's 42)",
-    )
-    g.add_argument(
-        "--resume-from",
-        default=None,
-        metavar="CHECKPOINT",
-        help="omniglot-train: continue an interrupted run from this last.pt (e.g. a committed "
-        "data/omniglot-<network>/resume.pt) when --out holds none",
-    )
-    g.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="omniglot-train: CPU threads (default: every core)",
-    )
-    g.add_argument(
-        "--precision",
-        choices=["auto", "float32", "bfloat16", "float16"],
-        default="auto",
-        help="omniglot-train: auto = 16-bit mixed precision on a GPU, float32 on a CPU; bfloat16 "
-        "autocast is about 2x faster on CPUs with AVX512-BF16",
-    )
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The parser of subcommand ``name`` (its errors print its own usage)."""
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return action.choices[name]
 
 
-def _theory_arguments(parser) -> None:
-    g = parser.add_argument_group("theory, sampling and pruning")
-    g.add_argument(
-        "--network",
-        type=_network,
-        default=None,
-        help="omniglot-train, omniglot-theory, pruning, reproduce: which network: quick, paper, "
-        "paper-seed<k>, paper-2x8 or paper-3x3 (default: the one of --scale)",
-    )
-    g.add_argument("--no-sample", action="store_true", help="omniglot-theory: skip posterior sampling")
-    g.add_argument(
-        "--sampling",
-        default=None,
-        metavar="CHAINS,WARMUP,SAMPLES",
-        help="omniglot-theory: override the scale's sampling budget, e.g. 2,100,100",
-    )
-    g.add_argument(
-        "--sampler",
-        choices=["rao-blackwell", "full"],  # sampling.SAMPLER_KINDS, spelt out: --help must not import JAX (tested)
-        default=None,
-        help="omniglot-theory, reproduce: posterior sampler (default: the scale's; paper: full-weight "
-        "NUTS, quick: Rao-Blackwellised)",
-    )
-    g.add_argument(
-        "--save-samples", action="store_true", help="also write every posterior-sampling run whole (large files)"
-    )
-    g.add_argument(
-        "--cpu-devices",
-        type=int,
-        default=None,
-        help="expose this many CPU devices to JAX so that sampling chains run in parallel "
-        "(default: min(number of CPUs, 8); must be set before JAX starts)",
-    )
-
-
-def _reproduce_arguments(parser) -> None:
-    rp = parser.add_argument_group("reproduce and ensemble")
-    rp.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="reproduce: run independent stages on a local Dask cluster of this many worker processes "
-        "(1: serially in this process)",
-    )
-    rp.add_argument(
-        "--scheduler",
-        default=None,
-        metavar="ADDRESS",
-        help="reproduce: address of a running Dask scheduler (e.g. tcp://host:8786) to run the stages on",
-    )
-    rp.add_argument("--only", default=None, metavar="STAGE,...", help="reproduce: these stages and what they need")
-    rp.add_argument("--force", default="", metavar="STAGE,...", help="reproduce: recompute these stages")
-    rp.add_argument("--status", action="store_true", help="reproduce: print each stage's state and exit")
-    rp.add_argument(
-        "--seeds",
-        default=None,
-        metavar="K,...",
-        help="ensemble: training seeds (default: 42,1,2,3,4; 42 is the network 'paper')",
-    )
-    rp.add_argument(
-        "--commit",
-        action="store_true",
-        help="ensemble: copy every finished network, theory and pruning run into data/ (the committed results)",
-    )
-    rp.add_argument(
-        "--retrain", action="store_true", help="reproduce: train the network even when a committed checkpoint exists"
-    )
+def _parse(parser: argparse.ArgumentParser, argv: list) -> argparse.Namespace:
+    """Parsed arguments; an argument the subcommand does not take is an error naming it, and the commands that
+    take it."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        flags = [a.split("=", 1)[0] for a in extra if a.startswith("-")]
+        takers = sorted(n for n, c in SUBCOMMANDS.items() if any(c.takes(f) for f in flags))
+        where = f" ({', '.join(takers)} {'takes' if len(takers) == 1 else 'take'} it)" if takers else ""
+        _subparser(parser, args.experiment).error(
+            f"{args.experiment} does not take {' '.join(flags or extra)}{where}; see `{PROG} {args.experiment} --help`"
+        )
+    return args
 
 
 def _main(args, parser) -> int:
-    budget = _sampling_budget(args, parser)  # every argument is checked before anything is computed
-    config.set_theory_device(args.device)
+    opts = vars(args)
+    budget = _sampling_budget(args, parser) if "sampling" in opts else None  # every argument checked first
+    config.set_theory_device(opts.get("device", "auto"))
     # JAX starts on the first sampling call (attention_paths.sampling loads it lazily), after this
-    config.expose_cpu_devices(args.cpu_devices or min(os.cpu_count() or 1, 8), jax_started="jax" in sys.modules)
+    config.expose_cpu_devices(opts.get("cpu_devices") or min(os.cpu_count() or 1, 8), jax_started="jax" in sys.modules)
     scale = config.get_scale(args.scale)
     out = args.out or f"out/{args.experiment}-{scale}"
-    if args.max_steps is not None and args.max_steps < 1:
-        parser.error(f"--max-steps must be a positive number of steps, got {args.max_steps}")
-    if args.cpu_devices is not None and args.cpu_devices < 1:
-        parser.error(f"--cpu-devices must be positive, got {args.cpu_devices}")
-    if args.threads is not None and args.threads < 1:
-        parser.error(f"--threads must be positive, got {args.threads}")
-    if args.workers < 1:
-        parser.error(f"--workers must be positive, got {args.workers}")
+    for name in ("max_steps", "cpu_devices", "threads", "workers"):
+        if opts.get(name) is not None and opts[name] < 1:
+            what = "a positive number of steps" if name == "max_steps" else "positive"
+            parser.error(f"--{name.replace('_', '-')} must be {what}, got {opts[name]}")
     for name in ("only", "force"):
-        value = getattr(args, name)
+        value = opts.get(name)
         if value is not None and (value or name == "only") and not [v for v in value.split(",") if v.strip()]:
             parser.error(
                 f"--{name} names no stage ({value!r}); give stage names separated by commas, see --status for the list"
             )
     if args.experiment == "ensemble":
         args.seeds = _seeds(args.seeds, parser)
-    problem = _unusable_out(out, must_write=not (args.experiment in ("reproduce", "ensemble") and args.status))
+    problem = _unusable_out(out, must_write=not opts.get("status"))
     if problem:
         parser.error(problem)
     if args.experiment in ("reproduce", "ensemble"):
         return _reproduce(args, scale, out, parser, budget)
     if args.experiment == "omniglot-train":
+        return _train(args, scale, out)
+    # loaded here, after the arguments are checked: the experiments import torch, scipy and the tasks
+    from attention_paths.runs.experiments import run_experiment
+
+    exp = EXPERIMENTS[args.experiment]
+    options = exp.keywords(opts)
+    if "budget" in options:
+        options["budget"] = budget
+    summary = run_experiment(
+        exp.name,
+        scale,
+        out,
+        progress=not args.quiet,
+        save_samples=opts.get("save_samples", False),
+        train_missing=opts.get("train_missing", False),
+        **options,
+    )
+    print(json.dumps({k: v for k, v in summary.items() if k in exp.headline}, indent=2, default=str))
+    print(f"wrote {out}/summary.json and {out}/arrays.npz", file=sys.stderr)
+    return 0
+
+
+def _train(args, scale, out) -> int:
+    """``omniglot-train``: train the network of ``--network`` (or the scale's) into ``out``, under its lock."""
+    from attention_paths.tasks.omniglot.recipe import config_for
+
+    with results_lock(out):
         # loaded here, after the arguments are checked: torch and the training code take seconds to import
         from attention_paths.tasks.omniglot.training import format_history, train
 
@@ -225,48 +157,10 @@ def _main(args, parser) -> int:
             threads=args.threads,
             resume_from=args.resume_from,
         )
-        print(format_history(summary))
-        written = [f"{out}/{f}" for f in ("summary.json", "last.pt", "best.pt") if os.path.exists(os.path.join(out, f))]
-        print(f"wrote {', '.join(written)}", file=sys.stderr)
-        return 0
-    # loaded here, after the arguments are checked: the experiments import torch, scipy and the tasks
-    from attention_paths.runs.experiments import run_experiment
-
-    options = {
-        "omniglot-theory": {"network": args.network, "sample": not args.no_sample, "budget": budget},
-        "pruning": {"network": args.network},
-    }.get(args.experiment, {})
-    summary = run_experiment(
-        args.experiment, scale, out, progress=not args.quiet, save_samples=args.save_samples, **options
-    )
-    skip = (
-        "per_width",
-        "provenance",
-        "seed_sets",
-        "sampled",
-        "grid_accuracy",
-        "solver",
-        "data",
-        "config",
-        "pairs",
-        "stability",
-        "singles",
-        "combinations",
-        "reference_combinations",
-        "theory_side",
-    )
-    print(json.dumps({k: v for k, v in summary.items() if k not in skip}, indent=2, default=str))
-    print(f"wrote {out}/summary.json and {out}/arrays.npz", file=sys.stderr)
+    print(format_history(summary))
+    written = [f"{out}/{f}" for f in ("summary.json", "last.pt", "best.pt") if os.path.exists(os.path.join(out, f))]
+    print(f"wrote {', '.join(written)}", file=sys.stderr)
     return 0
-
-
-def _network(name: str) -> str:
-    """``--network``: a trained network's name (:func:`attention_paths.tasks.omniglot.recipe.network_config`)."""
-    try:
-        network_config(name)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    return name
 
 
 def _unusable_out(out, must_write: bool = True) -> str | None:

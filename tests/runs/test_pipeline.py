@@ -14,6 +14,7 @@ from attention_paths.base.io import atomic_savez, load_npz
 from attention_paths.runs import claims as cl
 from attention_paths.runs import pipeline as pl
 from attention_paths.runs import results, stages
+from attention_paths.runs.registry import EXPERIMENTS
 
 
 def _records(out):
@@ -336,7 +337,7 @@ def test_stored_hmc_result_keeps_the_headline_task_whole():
         kernel_subset=np.arange(2),
         alignment={},
     )
-    slim = stages.slim_hmc_result(res)
+    slim = EXPERIMENTS["hmc"].resolve("stored")(res)  # what the hmc stage keeps in result.pkl
     assert slim.sets[0].main.x_test.shape == (7, 5, 6)  # the chapter's data figure uses it
     assert all(s.main.x_test.size == 0 and s.noisy.x_train.size == 0 for s in slim.sets[1:])
     assert [s.sweep for s in slim.sets] == [s.sweep for s in res.sets]

@@ -1,40 +1,57 @@
-"""The experiments of the command line (``python -m attention_paths <experiment>``) and of the ``reproduce``
-stages: for each, the function that runs it, the function that turns its result into the JSON record and
-arrays of a results folder (:mod:`attention_paths.runs.results`, the format) and the reader that assembles
-and checks a reloaded folder (:func:`load_run`); and the trained network a chapter uses
-(:func:`trained_network`)."""
+"""Running and reading the experiments of :data:`attention_paths.runs.registry.EXPERIMENTS` (the command
+line's ``python -m attention_paths <experiment>`` and the ``reproduce`` stages): :func:`run_experiment`
+runs one and writes its results folder (:mod:`attention_paths.runs.results`, the format) under the folder's
+lock, :func:`load_run` reads one back through the experiment's reader; and the trained network a chapter
+uses (:func:`trained_network`)."""
 
 from __future__ import annotations
 
 import json
 import time
 from pathlib import Path
-from typing import Callable
 
 from attention_paths.base import config
 from attention_paths.base.provenance import provenance
 from attention_paths.runs import results
-from attention_paths.tasks import markov, oneshot, pruning, toy
+from attention_paths.runs.lock import results_lock
+from attention_paths.runs.registry import EXPERIMENTS, Experiment
 from attention_paths.tasks.omniglot import checkpoints, training
+from attention_paths.tasks.omniglot.recipe import network_config
 
-__all__ = ["EXPERIMENTS", "READERS", "run_experiment", "load_run", "stage_network", "trained_network"]
+__all__ = [
+    "EXPERIMENTS",
+    "experiment",
+    "run_experiment",
+    "load_run",
+    "require_network",
+    "stage_network",
+    "trained_network",
+]
 
 
-# name: (run(scale, progress=..., **options) -> result, summarize(result) -> (summary, arrays))
-EXPERIMENTS: dict[str, tuple[Callable, Callable]] = {
-    "theory": (toy.theory_demo, toy.theory_summary),
-    "posterior": (toy.posterior_check, toy.posterior_summary),
-    "hmc": (markov.run_hmc, markov.hmc_summary),
-    "omniglot-theory": (oneshot.run_oneshot, oneshot.oneshot_summary),
-    "pruning": (pruning.run_pruning, pruning.pruning_summary),
-}
+def experiment(name: str) -> Experiment:
+    """The record of experiment ``name``; ``ValueError`` naming the known ones when there is none."""
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; choose from {sorted(EXPERIMENTS)}")
+    return EXPERIMENTS[name]
 
-# name: read(folder, summary, arrays) -> the reloaded result, checked (each beside its experiment's summary)
-READERS: dict[str, Callable] = {
-    "hmc": markov.read_hmc_run,
-    "omniglot-theory": oneshot.read_oneshot_run,
-    "pruning": pruning.read_pruning_run,
-}
+
+def require_network(exp: Experiment, scale: str | None, network: str | None, train_missing: bool = False) -> None:
+    """Refuse to run ``exp`` on a trained network that is not committed under ``data/`` (so that
+    :func:`~attention_paths.tasks.omniglot.training.load_network` would train it, for hours) unless
+    ``train_missing``: ``FileNotFoundError`` naming the network and the command that trains it.  ``network``
+    ``None``: the scale's (``exp``'s config)."""
+    if train_missing or not exp.takes("--network"):
+        return
+    name = network or exp.resolve("configs")[config.get_scale(scale)].network
+    if checkpoints.committed_checkpoint(name) is not None:
+        return
+    steps = network_config(name).steps
+    raise FileNotFoundError(
+        f"network {name!r} is not committed (no {config.repo_data_dir() / f'omniglot-{name}'}/model.pt), and "
+        f"training it takes {steps:,} steps: train it with `python -m attention_paths omniglot-train --network "
+        f"{name} --out DIR` and commit it, or pass --train-missing to train it here"
+    )
 
 
 def run_experiment(
@@ -43,54 +60,65 @@ def run_experiment(
     out: str | Path = "out",
     progress: bool = True,
     save_samples: bool = False,
+    train_missing: bool = True,
     **options,
 ) -> dict:
-    """Run experiment ``name`` and write its results folder ``out`` (:func:`results.write`); returns the summary.
+    """Run experiment ``name`` and write its results folder ``out`` (:func:`results.write`) under the folder's
+    lock (:class:`~attention_paths.runs.lock.results_lock`: a second run on ``out`` stops at once); returns the
+    summary.
 
-    With ``save_samples``, every posterior-sampling run is also written whole to
-    ``out/samples_<network>_N<width>_<sampler>.npz`` (reload with ``sampling.load_samples``); the summary and
+    With ``save_samples``, every posterior-sampling run is also written whole to ``out/samples_<name>.npz``
+    (the experiment's ``samples`` function names them; reload with ``sampling.load_samples``); the summary and
     arrays always hold its posterior means, variances, sampled order parameter and diagnostics.  Other
-    keyword ``options`` go to the experiment (``omniglot-theory``: ``network``, ``sample``).
+    keyword ``options`` go to the experiment's run function (``omniglot-theory``: ``network``, ``sample``,
+    ``budget``).  ``train_missing=False`` refuses a network that is not committed (:func:`require_network`).
     """
-    if name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; choose from {sorted(EXPERIMENTS)}")
-    run, summarize = EXPERIMENTS[name]
-    prov = provenance()  # the code that runs: recorded before it runs
-    t0 = time.perf_counter()
-    res = run(scale, progress=progress, **options)
-    summary, arrays = summarize(res)
-    summary["wall_seconds"] = time.perf_counter() - t0
-    summary["provenance"] = prov
+    exp = experiment(name)
+    require_network(exp, scale, options.get("network"), train_missing)
     out = Path(out)
-    if save_samples:
-        if isinstance(res, oneshot.OneShotResult):  # {width: PosteriorSamples}
-            for N, smp in res.samples.items():
-                smp.save(out / f"samples_N{N}_{smp.kind}.npz")
-        if isinstance(res, markov.HMCResult):  # {"<network>_N<width>_<sampler>": SampledRun}
-            for key, r in res.sampled.items():
-                r.samples.save(out / f"samples_{key}.npz")
-    results.write(out, summary, arrays)
+    with results_lock(out):
+        prov = provenance()  # the code that runs: recorded before it runs
+        t0 = time.perf_counter()
+        res = exp.resolve("run")(scale, progress=progress, **options)
+        summary, arrays = exp.resolve("summary")(res)
+        summary["wall_seconds"] = time.perf_counter() - t0
+        summary["provenance"] = prov
+        if save_samples and exp.samples is not None:
+            for key, smp in exp.resolve("samples")(res).items():
+                smp.save(out / f"samples_{key}.npz")
+        results.write(out, summary, arrays)
     return summary
+
+
+def oneshot_samples(res) -> dict:
+    """The posterior samples of an ``omniglot-theory`` result by file name (``N<width>_<sampler>``)."""
+    return {f"N{N}_{smp.kind}": smp for N, smp in (res.samples or {}).items()}
+
+
+def hmc_samples(res) -> dict:
+    """The posterior samples of an ``hmc`` result by file name (``<network>_N<width>_<sampler>``)."""
+    return {key: r.samples for key, r in res.sampled.items()}
 
 
 def load_run(folder, experiment: str):
     """An experiment's results folder (``python -m attention_paths <experiment> --out folder``, or committed
-    under ``data/``), checked and assembled for the chapters by the experiment's reader (:data:`READERS`);
-    ``None`` when ``folder/summary.json`` does not exist.  A damaged run, or one of another experiment,
-    raises ``ValueError``.
+    under ``data/``), checked and assembled for the chapters by the experiment's reader (its record's
+    ``reader``); ``None`` when ``folder/summary.json`` does not exist.  A damaged run, or one of another
+    experiment, raises ``ValueError``.
 
     * ``hmc``: a :class:`~attention_paths.tasks.markov.HMCResult`;
     * ``omniglot-theory``: a :class:`~attention_paths.tasks.oneshot.OneShotResult`;
     * ``pruning``: a :class:`~attention_paths.tasks.pruning.PruningResult`.
     """
-    if experiment not in READERS:
-        raise ValueError(f"no reader for experiment {experiment!r}; choose from {sorted(READERS)}")
+    readable = sorted(n for n, e in EXPERIMENTS.items() if e.reader is not None)
+    if experiment not in readable:
+        raise ValueError(f"no reader for experiment {experiment!r}; choose from {readable}")
     loaded = results.read_run(folder, experiment)
     if loaded is None:
         return None
     summary, arrays = loaded
     try:
-        return READERS[experiment](Path(folder), summary, arrays)
+        return EXPERIMENTS[experiment].resolve("reader")(Path(folder), summary, arrays)
     except (KeyError, TypeError, AttributeError) as err:
         raise ValueError(f"{experiment} run in {folder} is incomplete or corrupted ({err!r})") from None
 

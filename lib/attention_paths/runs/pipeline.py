@@ -29,7 +29,6 @@ names of the stages whose outputs it reads (``deps``).  :func:`run_pipeline` run
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -46,57 +45,10 @@ import dask
 
 from attention_paths.base.provenance import PACKAGE_DIR, code_version, provenance
 from attention_paths.runs import results
-from attention_paths.runs.results import LOCK, stage_state
+from attention_paths.runs.lock import ResultsFolderLocked, results_lock
+from attention_paths.runs.results import stage_state
 
 __all__ = ["Stage", "StageContext", "stage_keys", "run_pipeline", "status_table", "ResultsFolderLocked", "results_lock"]
-
-
-class ResultsFolderLocked(RuntimeError):
-    """Another live run holds the results folder."""
-
-
-class results_lock:
-    """Exclusive lock on a results folder for the duration of a run (``with results_lock(out): ...``).
-
-    An ``fcntl`` lock on ``out/.lock``: released by the operating system when the holder exits or crashes, so
-    a killed run never leaves the folder locked.  A second run on the same folder fails at once with
-    :class:`ResultsFolderLocked`, naming the holder (host, pid, start time) written into the lock file.
-    """
-
-    def __init__(self, out):
-        self.path = Path(out) / LOCK
-        self.fh = None
-
-    def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(self.path, "a+")
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            holder = fh.read().strip() or "unknown"
-            fh.close()
-            raise ResultsFolderLocked(
-                f"results folder {self.path.parent} is in use by another run ({holder}); "
-                "wait for it to finish, or use another --out"
-            ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(
-            f"host {platform.node()}, pid {os.getpid()}, since {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"
-        )
-        fh.flush()
-        self.fh = fh
-        return self
-
-    def __exit__(self, *exc):
-        if self.fh is not None:
-            self.fh.seek(0)
-            self.fh.truncate()
-            fcntl.flock(self.fh.fileno(), fcntl.LOCK_UN)
-            self.fh.close()
-            self.fh = None
-        return False
 
 
 def _clean_leftovers(out: Path) -> list[str]:

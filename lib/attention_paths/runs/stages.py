@@ -35,8 +35,9 @@ from attention_paths.base import config
 from attention_paths.base.io import atomic_savez, atomic_write_json, load_npz
 from attention_paths.base.provenance import hardware, import_closure
 from attention_paths.runs import results
-from attention_paths.runs.experiments import EXPERIMENTS, load_run, stage_network
+from attention_paths.runs.experiments import load_run, stage_network
 from attention_paths.runs.pipeline import Stage, StageContext
+from attention_paths.runs.registry import EXPERIMENTS
 from attention_paths.tasks import ensemble
 from attention_paths.tasks.omniglot.checkpoints import committed_checkpoint, resume_state, seal_network_folder
 from attention_paths.tasks.omniglot.data import load_ood, load_split
@@ -61,7 +62,6 @@ __all__ = [
     "reproduction_stages",
     "ensemble_stages",
     "ensemble_members",
-    "slim_hmc_result",
     "commit_member",
     "spend_resume_state",
 ]
@@ -231,28 +231,15 @@ def stage_pruning(ctx: StageContext) -> dict:
     return {"claims": {c["id"]: c["passed"] for c in summary["claims"]}}
 
 
-def slim_hmc_result(res):
-    """The hmc result (:class:`~attention_paths.tasks.markov.HMCResult`) without the raw input sequences of
-    the seed sets other than the headline one (the chapter uses only their sweeps; 57 MB per task at the
-    paper's 1000 test sequences)."""
-
-    def slim(task):
-        return None if task is None else dataclasses.replace(task, x_train=np.empty(0), x_test=np.empty(0))
-
-    sets = [res.sets[0]] + [dataclasses.replace(s, main=slim(s.main), noisy=slim(s.noisy)) for s in res.sets[1:]]
-    return dataclasses.replace(res, sets=sets)
-
-
-_STORABLE = {"hmc": slim_hmc_result}
-
-
 def stage_experiment(ctx: StageContext) -> dict:
-    """A self-contained experiment of :data:`attention_paths.runs.experiments.EXPERIMENTS`."""
+    """A self-contained experiment of :data:`attention_paths.runs.registry.EXPERIMENTS` (its record's run,
+    summary and ``stored`` functions)."""
 
-    run, summarize = EXPERIMENTS[ctx.params["experiment"]]
-    res = run(ctx.params["scale"], progress=ctx.progress)
-    summary, arrays = summarize(res)
-    results.write(ctx.out, summary, arrays, _STORABLE.get(ctx.params["experiment"], lambda r: r)(res))
+    exp = EXPERIMENTS[ctx.params["experiment"]]
+    res = exp.resolve("run")(ctx.params["scale"], progress=ctx.progress)
+    summary, arrays = exp.resolve("summary")(res)
+    stored = exp.resolve("stored")
+    results.write(ctx.out, summary, arrays, res if stored is None else stored(res))
     return {"claims": {c["id"]: c["passed"] for c in summary.get("claims", []) if "id" in c}}
 
 
@@ -323,8 +310,9 @@ def reproduction_stages(
             deps=("train", "export", *[g.name for g in grids]),
         ),
     ]
-    for name, gpu in (("theory", False), ("posterior", True), ("hmc", True)):
-        stages.append(Stage(name, stage_experiment, {"experiment": name, "scale": scale}, gpu=gpu))
+    for exp in EXPERIMENTS.values():  # the self-contained experiments, one stage each
+        if not exp.network_chain:
+            stages.append(Stage(exp.name, stage_experiment, {"experiment": exp.name, "scale": scale}, gpu=exp.gpu))
     return stages
 
 
