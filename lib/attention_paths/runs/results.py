@@ -57,21 +57,28 @@ def write(folder, summary: dict, arrays: dict, result=None, record: dict | None 
     """Write a results folder: ``arrays.npz``, then (given) ``result.pkl``, then ``summary.json`` (with the
     format version), then ``record.json``: the format version, the SHA-256 of every other file (checked by
     :func:`read`) and ``record``'s entries (e.g. the command that made the run).  Each file atomically.
+    Only the files this call wrote are sealed: a ``result.pkl`` left in ``folder`` by another run (when
+    ``result`` is not given) is removed first, so that it is neither sealed nor read as this run's.
     Returns the folder."""
     folder = Path(folder)
+    if result is None:
+        (folder / RESULT).unlink(missing_ok=True)  # another run's: not this run's result
     atomic_savez(folder / ARRAYS, **arrays)
+    written = [SUMMARY, ARRAYS]
     if result is not None:
         write_result(folder, result)
+        written.append(RESULT)
     atomic_write_json(folder / SUMMARY, {"format": FORMAT, **summary})
-    write_files_record(folder, record)
+    write_files_record(folder, record, names=written)
     return folder
 
 
-def write_files_record(folder, extra: dict | None = None) -> Path:
-    """``folder/record.json``: ``extra``, the format version and ``files_sha256`` of the folder's summary,
-    arrays and (when present) result files."""
+def write_files_record(folder, extra: dict | None = None, names=None) -> Path:
+    """``folder/record.json``: ``extra``, the format version and ``files_sha256`` of the files ``names``
+    (default: the folder's summary, arrays and, when present, result files)."""
     folder = Path(folder)
-    names = [n for n in (SUMMARY, ARRAYS, RESULT) if (folder / n).exists()]
+    if names is None:
+        names = [n for n in (SUMMARY, ARRAYS, RESULT) if (folder / n).exists()]
     record = {**(extra or {}), "format": FORMAT, "files_sha256": {n: _sha256(folder / n) for n in names}}
     return atomic_write_json(folder / FILES, record)
 

@@ -5,7 +5,6 @@ the theory's width sweeps, ablations and seed sets (:func:`run_hmc`), posterior 
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -261,23 +260,21 @@ def sample_hmc(head: SeedSet, cfg: HMCExperimentConfig, progress: bool = False) 
             )
         for N in sorted(set().union(*plan.values())):
             arch = Architecture.uniform(task.heads, N)
-            with warnings.catch_warnings():
-                warnings.simplefilter("always", sampling.SamplingWarning)
-                for kind in sampling.SAMPLER_KINDS:
-                    if N in plan.get(kind, ()):
-                        smp = sampling.sample(
-                            kind,
-                            task.features_train,
-                            task.y_train,
-                            cfg.tau,
-                            arch,
-                            task.features_test,
-                            path_inputs=(task.xi_train, task.xi_test),
-                            config=sconf,
-                            progress=progress,
-                        )
-                        run = _sampled_run(net, N, smp, task.y_test)
-                        out[run.key] = run
+            for kind in sampling.SAMPLER_KINDS:  # sampling.sample shows every run's SamplingWarning
+                if N in plan.get(kind, ()):
+                    config = sampling.get_sampler(kind).configure(sconf, path_inputs=(task.xi_train, task.xi_test))
+                    smp = sampling.sample(
+                        kind,
+                        task.features_train,
+                        task.y_train,
+                        cfg.tau,
+                        arch,
+                        task.features_test,
+                        config=config,
+                        progress=progress,
+                    )
+                    run = _sampled_run(net, N, smp, task.y_test)
+                    out[run.key] = run
     return out
 
 
@@ -455,7 +452,12 @@ def read_hmc_run(folder, summary: dict, arrays: dict) -> HMCResult:
             validate.finite(folder, f"sample_{key}_{suffix}", arrays[f"sample_{key}_{suffix}"])
         U_hat = arrays[f"sample_{key}_U_hat"]
         validate.order_parameters(folder, f"sample_{key}_U_hat", U_hat, U_hat.shape)
-    return HMCResult(
+    for k, rec in enumerate(summary["seed_sets"]):  # U is written twice: in the rows and in the arrays
+        for net in ("main", "noisy"):
+            rows, U = [r["U"] for r in rec[net]], arrays[f"set{k}_U_{net}"]
+            if np.shape(rows) != U.shape or not np.allclose(rows, U, rtol=1e-12, atol=0, equal_nan=True):
+                validate.refuse(folder, f"set{k}_U_{net} in arrays.npz is not the U of summary.json's rows")
+    res = HMCResult(
         scale=summary["scale"],
         config=HMCExperimentConfig(**_tuples(summary["config"])),
         sets=[_read_seed_set(k, rec, arrays) for k, rec in enumerate(summary["seed_sets"])],
@@ -469,3 +471,5 @@ def read_hmc_run(folder, summary: dict, arrays: dict) -> HMCResult:
         wall_seconds=summary.get("wall_seconds"),
         provenance=summary.get("provenance"),
     )
+    res.check(folder)  # the type's invariants (issue 37 §2)
+    return res

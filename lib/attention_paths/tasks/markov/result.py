@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attention_paths.tasks.markov.invariants import check_hmc
 from attention_paths.tasks.markov.task import HMCSeeds, HMCTask
 
 __all__ = ["WidthSweep", "SeedSet", "SampledRun", "HMCResult"]
@@ -142,6 +143,11 @@ class HMCResult:
     claims: list | None = None
     wall_seconds: float | None = None
     provenance: dict | None = None
+
+    def check(self, folder=None) -> None:
+        """Raise ``ValueError`` naming ``folder``, the field and the problem when a field breaks an invariant
+        of this type (:func:`~.invariants.check_hmc`); the reader of a results folder calls it."""
+        check_hmc(self, folder)
 
     @property
     def headline(self) -> SeedSet:
