@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from attention_paths.base.io import atomic_savez, load_npz
 from attention_paths.base.progress import progress_bar
 from attention_paths.tasks.oneshot.data import EVAL_SETS, OneShotData, _eval_stack
 from attention_paths.theory.action import Action
@@ -17,7 +18,17 @@ from attention_paths.theory.predictor import accuracy, kernel_alignment, predict
 from attention_paths.theory.scores import head_scores
 from attention_paths.theory.solver import solve, solve_continuation
 
-__all__ = ["theory_grid", "gp_line", "select_temperatures", "panel", "edge_scan", "paired_comparison", "merge_grids"]
+__all__ = [
+    "theory_grid",
+    "gp_line",
+    "select_temperatures",
+    "panel",
+    "edge_scan",
+    "paired_comparison",
+    "merge_grids",
+    "save_grid",
+    "load_grid",
+]
 
 
 def _accuracies(mean, data: OneShotData, slices) -> dict:
@@ -160,4 +171,32 @@ def paired_comparison(theory_mean, gp_mean, y) -> dict:
         "only_theory": int((t & ~g).sum()),
         "only_gp": int((g & ~t).sum()),
         "n": int(n),
+    }
+
+
+def save_grid(grid: dict, path) -> None:
+    """Write a :func:`theory_grid` result (e.g. one temperature column, the ``grid-tau<t>`` stage of
+    ``python -m attention_paths reproduce``) to ``path`` (``.npz``, atomically); :func:`load_grid` reads it."""
+    atomic_savez(
+        path,
+        widths=grid["widths"],
+        taus=grid["taus"],
+        U=grid["U"],
+        seconds=np.array(grid["seconds"]),
+        grad_max=grid["solver"]["grad_max"],
+        n_iter=grid["solver"]["n_iter"],
+        **{f"accuracy/{s}": a for s, a in grid["accuracy"].items()},
+    )
+
+
+def load_grid(path) -> dict:
+    """The grid :func:`save_grid` wrote to ``path``, in :func:`theory_grid`'s form (for :func:`merge_grids`)."""
+    a = load_npz(path)
+    return {
+        "widths": a["widths"],
+        "taus": a["taus"],
+        "U": a["U"],
+        "seconds": float(a["seconds"]),
+        "solver": {"grad_max": a["grad_max"], "n_iter": a["n_iter"]},
+        "accuracy": {k.split("/", 1)[1]: v for k, v in a.items() if k.startswith("accuracy/")},
     }
