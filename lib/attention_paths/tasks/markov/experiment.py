@@ -5,6 +5,7 @@ the theory's width sweeps, ablations and seed sets (:func:`run_hmc`), posterior 
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -260,21 +261,23 @@ def sample_hmc(head: SeedSet, cfg: HMCExperimentConfig, progress: bool = False) 
             )
         for N in sorted(set().union(*plan.values())):
             arch = Architecture.uniform(task.heads, N)
-            for kind in sampling.SAMPLER_KINDS:  # sampling.sample shows every run's SamplingWarning
-                if N in plan.get(kind, ()):
-                    config = sampling.get_sampler(kind).configure(sconf, path_inputs=(task.xi_train, task.xi_test))
-                    smp = sampling.sample(
-                        kind,
-                        task.features_train,
-                        task.y_train,
-                        cfg.tau,
-                        arch,
-                        task.features_test,
-                        config=config,
-                        progress=progress,
-                    )
-                    run = _sampled_run(net, N, smp, task.y_test)
-                    out[run.key] = run
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", sampling.SamplingWarning)
+                for kind in sampling.SAMPLER_KINDS:
+                    if N in plan.get(kind, ()):
+                        smp = sampling.sample(
+                            kind,
+                            task.features_train,
+                            task.y_train,
+                            cfg.tau,
+                            arch,
+                            task.features_test,
+                            path_inputs=(task.xi_train, task.xi_test),
+                            config=sconf,
+                            progress=progress,
+                        )
+                        run = _sampled_run(net, N, smp, task.y_test)
+                        out[run.key] = run
     return out
 
 
