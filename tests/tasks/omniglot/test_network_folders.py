@@ -1,0 +1,262 @@
+"""Issue 37 §1 and §5: every file of a committed network folder covered by a digest its readers check, the
+resume state as one unit with its precision, a full disk reported as such, and dataset errors that say what
+went wrong."""
+
+import errno
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from attention_paths.runs import ensemble as ensemble_runs
+from attention_paths.tasks.omniglot import checkpoints, recipe
+from attention_paths.tasks.omniglot import data as om
+from attention_paths.tasks.omniglot import training as tr
+
+ROOT = Path(__file__).resolve().parents[3]
+DATA = ROOT / "data"
+
+
+def _copy(src: str, data: Path, dst: str | None = None) -> Path:
+    folder = data / f"omniglot-{dst or src}"
+    shutil.copytree(DATA / f"omniglot-{src}", folder)
+    return folder
+
+
+def _same_size_edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert len(old) == len(new) and text.count(old) >= 1
+    path.write_text(text.replace(old, new))
+
+
+def test_the_committed_network_folders_are_sealed_and_read_back():
+    """Every committed network folder has a seal whose digests match its files, recorded with its reason."""
+    folders = sorted(p for p in DATA.glob("omniglot-*") if p.name != "omniglot-theory")
+    assert len(folders) == 9 and all(p.name.removeprefix("omniglot-") in recipe.NETWORKS for p in folders)
+    for folder in folders:
+        seal = checkpoints.verify_network_folder(folder)
+        sealed = sorted(seal["files_sha256"])
+        assert sealed in (["model.pt", "record.json"], ["resume.json", "resume.pt"]), folder
+        assert "migration" in seal["reason"] and seal["format"] == 1
+        for f, sha in seal["files_sha256"].items():
+            assert checkpoints.checkpoint_sha256(folder / f) == sha
+
+
+def test_a_same_size_edit_of_an_accuracy_is_refused_by_every_reader(tmp_path):
+    """Seed 4's meta-test accuracy 80.93 -> 90.93 in record.json: refused by load_records_of, load_network,
+    committed_checkpoint and the ensemble status, each naming the file."""
+    folder = _copy("paper-seed4", tmp_path)
+    assert ensemble_runs.load_records_of(["paper-seed4"], tmp_path)["paper-seed4"]["accuracies"]["test"][
+        "accuracy"
+    ] == pytest.approx(80.9326171875)
+    _same_size_edit(folder / "record.json", '"accuracy": 80.9326171875', '"accuracy": 90.9326171875')
+    match = r"omniglot-paper-seed4/record.json is damaged or was edited: its SHA-256 differs from the one in"
+    with pytest.raises(ValueError, match=match):
+        ensemble_runs.load_records_of(["paper-seed4"], tmp_path)
+    with pytest.raises(ValueError, match=match):
+        tr.load_network("paper-seed4", train_if_missing=False, data_dir=tmp_path)
+    with pytest.raises(ValueError, match=match):
+        ensemble_runs.load_records(seeds=(4,), data_dir=tmp_path)
+    with pytest.raises(ValueError, match=match):
+        ensemble_runs.training_status(seeds=(4,), data_dir=tmp_path)
+
+
+def test_an_edited_seed_is_refused_with_or_without_its_seal(tmp_path):
+    """A record whose seed was edited 1 -> 2: the seal refuses it; rewritten with its seal, the record's
+    configuration is not the registry's; the same files filed as seed 2 are refused by the weights' own
+    configuration."""
+    folder = _copy("paper-seed1", tmp_path)
+    _same_size_edit(folder / "record.json", '"seed": 1,', '"seed": 2,')
+    with pytest.raises(ValueError, match="record.json is damaged or was edited"):
+        checkpoints.committed_checkpoint("paper-seed1", tmp_path)
+    checkpoints.seal_network_folder(folder)
+    with pytest.raises(ValueError, match="named network 'paper-seed1'.*another configuration"):
+        checkpoints.committed_checkpoint("paper-seed1", tmp_path)
+    folder.rename(tmp_path / "omniglot-paper-seed2")  # now filed as seed 2, record and seal agreeing
+    assert checkpoints.committed_checkpoint("paper-seed2", tmp_path)[1]["config"]["seed"] == 2
+    with pytest.raises(ValueError, match="other settings than its record.json"):
+        tr.load_network("paper-seed2", train_if_missing=False, data_dir=tmp_path)
+
+
+def test_a_folder_without_its_seal_or_with_an_unsealed_file_is_refused(tmp_path):
+    folder = _copy("quick", tmp_path)
+    (folder / "resume.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"omniglot-quick/resume.json is not covered by .*files.json"):
+        checkpoints.committed_checkpoint("quick", tmp_path)
+    (folder / "resume.json").unlink()
+    (folder / "files.json").write_text('{"format": 1, "files_sha256": {"model.pt": ')
+    with pytest.raises(ValueError, match=r"network seal .*files.json is damaged \(not valid JSON"):
+        checkpoints.committed_checkpoint("quick", tmp_path)
+    (folder / "files.json").unlink()
+    with pytest.raises(ValueError, match=r"omniglot-quick has no files.json"):
+        checkpoints.committed_checkpoint("quick", tmp_path)
+    (folder / "model.pt").unlink()
+    with pytest.raises(ValueError, match=r"holds network 'quick' only in part: model.pt missing"):
+        checkpoints.committed_checkpoint("quick", tmp_path)
+    assert checkpoints.committed_checkpoint("paper", tmp_path) is None  # nothing committed: None
+
+
+def test_a_damaged_record_names_the_file_even_when_resealed(tmp_path):
+    """Invalid JSON and a record without its exported digest, each sealed as if good: ValueError naming the
+    file, not a bare JSONDecodeError or KeyError; the ensemble status says the same."""
+    folder = _copy("paper-seed2", tmp_path)
+    (folder / "record.json").write_text('{"config": {"seed": 2')
+    checkpoints.seal_network_folder(folder)
+    with pytest.raises(ValueError, match=r"network record .*omniglot-paper-seed2/record.json is damaged \(not valid"):
+        ensemble_runs.training_status(seeds=(2,), data_dir=tmp_path)
+    rec = json.loads((DATA / "omniglot-paper-seed2" / "record.json").read_text())
+    rec.pop("exported")
+    (folder / "record.json").write_text(json.dumps(rec))
+    checkpoints.seal_network_folder(folder)
+    with pytest.raises(ValueError, match=r"record.json is damaged or incomplete: it has no field exported.sha256"):
+        checkpoints.committed_checkpoint("paper-seed2", tmp_path)
+
+
+def test_the_committed_resume_pairs_read_the_checkpoints_own_step():
+    """paper-2x8 and paper-3x3 (interrupted trainings, written by the code of before this issue): the pair is
+    sealed, the step comes from resume.pt, the precision is the legacy float32."""
+    for name, step in (("paper-2x8", 2000), ("paper-3x3", 3000)):
+        state = checkpoints.read_resume_state(name)
+        assert (state["steps_done"], state["steps"], state["precision"]) == (step, 41_240, "float32")
+        assert state["progress"]["steps_done"] == step and state["path"] == DATA / f"omniglot-{name}" / "resume.pt"
+        assert checkpoints.resume_state(name) == state["path"]
+    assert checkpoints.read_resume_state("paper") is None
+
+
+def test_a_half_or_disagreeing_resume_pair_is_refused_by_name(tmp_path):
+    """resume.json without resume.pt (or the other way round) is refused, not read as 'training' or 'not
+    started'; a resume.json whose steps disagree with resume.pt, rewritten with its seal, is refused too."""
+    folder = _copy("paper-2x8", tmp_path)
+    pt = (folder / "resume.pt").read_bytes()
+    (folder / "resume.pt").unlink()
+    with pytest.raises(ValueError, match=r"resume.json has no resume.pt beside it"):
+        checkpoints.read_resume_state("paper-2x8", tmp_path)
+    (folder / "resume.pt").write_bytes(pt)
+    (folder / "resume.json").unlink()
+    with pytest.raises(ValueError, match=r"resume.pt has no resume.json beside it"):
+        checkpoints.resume_state("paper-2x8", tmp_path)
+    shutil.copyfile(DATA / "omniglot-paper-2x8" / "resume.json", folder / "resume.json")
+    assert checkpoints.read_resume_state("paper-2x8", tmp_path)["steps_done"] == 2000
+    _same_size_edit(folder / "resume.json", '"steps_done": 2000,', '"steps_done": 4000,')
+    with pytest.raises(ValueError, match=r"resume.json is damaged or was edited"):
+        checkpoints.read_resume_state("paper-2x8", tmp_path)
+    checkpoints.seal_network_folder(folder)
+    with pytest.raises(ValueError, match=r"resume.json says steps_done = 4000, but .*resume.pt has 2000"):
+        checkpoints.read_resume_state("paper-2x8", tmp_path)
+    (folder / "resume.json").write_text("{not json")
+    checkpoints.seal_network_folder(folder)
+    with pytest.raises(ValueError, match=r"resume record .*resume.json is damaged \(not valid JSON"):
+        checkpoints.read_resume_state("paper-2x8", tmp_path)
+
+
+def test_a_last_pt_of_the_running_trainings_format_is_committable(tmp_path):
+    """The running trainings write last.pt in the format of before this issue (no precision): save_resume_state
+    commits one byte for byte, sealed, with its precision recorded, and reads back at its own step."""
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copyfile(DATA / "omniglot-paper-2x8" / "resume.pt", run / "last.pt")
+    assert "precision" not in torch.load(run / "last.pt", weights_only=False)
+    with pytest.raises(ValueError, match="records precision float32, not bfloat16"):
+        ensemble_runs.save_resume_state(run, "paper-2x8", data_dir=tmp_path, precision="bfloat16")
+    path = ensemble_runs.save_resume_state(run, "paper-2x8", data_dir=tmp_path)
+    assert path.read_bytes() == (DATA / "omniglot-paper-2x8" / "resume.pt").read_bytes()
+    progress = json.loads((path.parent / "resume.json").read_text())
+    assert (progress["steps_done"], progress["precision"], progress["network"]) == (2000, "float32", "paper-2x8")
+    assert sorted(checkpoints.verify_network_folder(path.parent)["files_sha256"]) == ["resume.json", "resume.pt"]
+    assert checkpoints.read_resume_state("paper-2x8", tmp_path)["steps_done"] == 2000
+    with pytest.raises(ValueError, match="not a run of network paper-3x3"):
+        ensemble_runs.save_resume_state(run, "paper-3x3", data_dir=tmp_path)
+
+
+TINY = dict(d_model=32, d_qk=8, steps=40, eval_every=20, val_episodes=64, test_episodes=64, ood_episodes=20)
+
+
+def _omniglot_or_skip():
+    if not (Path(tr.config.data_root()) / "omniglot-py").exists():
+        pytest.skip("Omniglot not available offline")
+
+
+def test_precision_is_part_of_the_resumable_state_and_a_full_disk_is_named(tmp_path, monkeypatch):
+    """A float32 run resumed in bfloat16 is refused (and its files left as they were); a full disk while
+    writing a checkpoint is a DiskFullError naming the folder, with no partial file left, and the same command
+    with space again finishes the run."""
+    _omniglot_or_skip()
+    cfg = recipe.TrainConfig(**TINY)
+    out = tmp_path / "run"
+    tr.train(cfg, out, progress=False, max_steps=20, threads=1)
+    ck = torch.load(out / "last.pt", weights_only=False)
+    assert (ck["precision"], ck["step"]) == ("float32", 20)
+    before = {f: (out / f).read_bytes() for f in ("last.pt", "best.pt", "summary.json")}
+    with pytest.raises(ValueError, match=r"last.pt was trained in float32 up to step 20; resuming it in bfloat16"):
+        tr.train(cfg, out, progress=False, precision="bfloat16", threads=1)
+    assert before == {f: (out / f).read_bytes() for f in ("last.pt", "best.pt", "summary.json")}
+
+    real_save = torch.save
+
+    def full_disk(obj, fh):  # a part of the file is written, then the disk is full
+        fh.write(b"\0" * 4096)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(checkpoints.torch, "save", full_disk)
+    with pytest.raises(checkpoints.DiskFullError, match=rf"no space left on the disk of {out}") as err:
+        tr.train(cfg, out, progress=False, threads=1)
+    assert err.value.errno == errno.ENOSPC
+    assert sorted(p.name for p in out.iterdir()) == ["best.pt", "last.pt", "summary.json"]  # no partial file
+    assert before["last.pt"] == (out / "last.pt").read_bytes()
+    monkeypatch.setattr(checkpoints.torch, "save", real_save)
+    summary = tr.train(cfg, out, progress=False, threads=1)
+    assert summary["finished"] and [r["step"] for r in summary["history"]] == [20, 40]
+    assert summary["precision"] == "float32"
+
+
+def test_load_ood_lets_a_real_error_through(monkeypatch):
+    """With ATTENTION_PATHS_OFFLINE=maybe the message is about the variable, not 'MNIST was not found'; an
+    unexpected error of torchvision's reader is not turned into 'not found' either."""
+    raw = Path(om.data_root()) / "MNIST" / "raw"
+    if not (raw / "t10k-labels-idx1-ubyte").exists():
+        pytest.skip("MNIST not available offline")
+    monkeypatch.setenv("ATTENTION_PATHS_OFFLINE", "maybe")
+    with pytest.raises(ValueError, match="ATTENTION_PATHS_OFFLINE='maybe' is not a boolean") as err:
+        om.load_ood("MNIST")
+    assert not isinstance(err.value, om.DatasetMissingError)
+    monkeypatch.setenv("ATTENTION_PATHS_OFFLINE", "1")
+
+    class Broken:
+        resources = om.torchvision.datasets.MNIST.resources
+
+        def __init__(self, *args, **kwargs):
+            raise RuntimeError("invalid magic number 2050 in t10k-labels-idx1-ubyte")
+
+    monkeypatch.setattr(om.torchvision.datasets, "MNIST", Broken)
+    with pytest.raises(RuntimeError, match="invalid magic number"):
+        om.load_ood("MNIST")
+
+    class Absent(Broken):
+        def __init__(self, *args, **kwargs):
+            raise RuntimeError("Dataset not found. You can use download=True to download it")
+
+    monkeypatch.setattr(om.torchvision.datasets, "MNIST", Absent)
+    with pytest.raises(om.DatasetMissingError, match="MNIST was not found"):
+        om.load_ood("MNIST")
+
+
+def test_an_edited_unpacked_label_file_without_its_gz_is_detected(tmp_path):
+    """Issue 37 §1: every MNIST test label set to 1 in the unpacked file, with no .gz beside it (same size, so
+    the header check passes): refused by name through the official files' SHA-256; the intact file loads."""
+    src = Path(om.data_root()) / "MNIST" / "raw"
+    if not (src / "t10k-labels-idx1-ubyte").exists():
+        pytest.skip("MNIST not available offline")
+    raw = tmp_path / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for f in src.iterdir():
+        if not f.name.endswith(".gz"):
+            shutil.copyfile(f, raw / f.name)
+    assert len(om.load_ood("MNIST", root=tmp_path, download=False)["test"]) == 980 + 1135
+    labels = raw / "t10k-labels-idx1-ubyte"
+    data = bytearray(labels.read_bytes())
+    data[8:] = bytes([1]) * (len(data) - 8)
+    labels.write_bytes(bytes(data))
+    with pytest.raises(om.DatasetDamagedError, match=r"t10k-labels-idx1-ubyte is damaged: its SHA-256 .* official"):
+        om.load_ood("MNIST", root=tmp_path, download=False)
