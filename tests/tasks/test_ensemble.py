@@ -95,7 +95,7 @@ def test_load_members_reads_complete_commits_and_refuses_partial_ones(tmp_path):
     ):
         shutil.copytree(DATA / src, data / dst)
     assert [r["seed"] for r in ensemble_runs.load_members(data_dir=data)] == [42]
-    shutil.copytree(DATA / "omniglot-paper", data / "omniglot-paper-seed1")  # a network without its analyses
+    shutil.copytree(DATA / "omniglot-paper-seed1", data / "omniglot-paper-seed1")  # a network without its analyses
     with pytest.raises(ValueError, match="paper-seed1 is committed only in part"):
         ensemble_runs.load_members(data_dir=data)
     status = {e["seed"]: e["state"] for e in ensemble_runs.training_status(data_dir=data)}
@@ -206,9 +206,52 @@ def test_the_precision_control_is_committed_whole_and_is_not_a_member():
     from attention_paths.runs import ensemble as ensemble_runs
 
     name, seed = ensemble_runs.BF16_CONTROL
-    records = ensemble_runs.load_records_of([name, "paper-seed99"])
+    records = ensemble_runs.load_records_of(name)  # one name as a string: that network
     assert list(records) == [name] and records[name]["precision"] == "bfloat16"
     assert records[name]["config"]["seed"] == seed and records[name]["accuracies"]["test"]["episodes"] >= 20_000
     row = ensemble_runs.load_member(name, seed)
     assert row["name"] == name and row["precision"] == "bfloat16"
     assert name not in [r["name"] for r in ensemble_runs.load_members()]
+
+
+def _copy_member(name: str, data: Path, as_name: str | None = None) -> None:
+    """Copy a committed member's three folders (network, theory, pruning) under ``data``, optionally filed as
+    ``as_name``."""
+    src, dst = ensemble_runs.member_folders(name), ensemble_runs.member_folders(as_name or name, data)
+    for k in src:
+        shutil.copytree(src[k], dst[k])
+
+
+def test_the_ensemble_readers_refuse_what_they_were_not_asked():
+    """Issue 37 §4: a name and a seed that disagree, a duplicate seed or name, an unknown name and a registered
+    but uncommitted one are errors naming them."""
+    with pytest.raises(ValueError, match="network 'paper-seed1' was trained with seed 1, not 42"):
+        ensemble_runs.load_member("paper-seed1", 42)
+    with pytest.raises(ValueError, match=r"seeds \(42, 42\) name a network more than once \(seed 42\)"):
+        ensemble_runs.load_members(seeds=(42, 42))
+    with pytest.raises(ValueError, match=r"name a network more than once \(seed 1\)"):
+        ensemble_runs.load_records(seeds=(1, 2, 1))
+    with pytest.raises(ValueError, match="unknown network 'paper-bf61'"):
+        ensemble_runs.load_records_of(["paper-bf61"])
+    with pytest.raises(ValueError, match="'paper-bf16' is asked for more than once"):
+        ensemble_runs.load_records_of(["paper-bf16", "paper-bf16"])
+    with pytest.raises(FileNotFoundError, match=r"network 'paper-2x8' is not committed: .*omniglot-paper-2x8 holds no"):
+        ensemble_runs.load_records_of(["paper-2x8"])
+    assert ensemble_runs.load_member("paper-seed1", 1)["seed"] == 1
+
+
+def test_a_member_relabelled_as_another_seed_is_refused(tmp_path):
+    """Seed 3's network and runs filed as seed 2, its record's seed edited and every seal rewritten to match:
+    the weights' own configuration says seed 3; with the record honest, the registry's seed does."""
+    from attention_paths.tasks.omniglot import checkpoints
+
+    _copy_member("paper-seed3", tmp_path, "paper-seed2")
+    folder = ensemble_runs.member_folders("paper-seed2", tmp_path)["network"]
+    with pytest.raises(ValueError, match="named network 'paper-seed2'.*another configuration"):
+        ensemble_runs.load_member("paper-seed2", 2, tmp_path)
+    rec = json.loads((folder / "record.json").read_text())
+    rec["config"]["seed"] = 2
+    (folder / "record.json").write_text(json.dumps(rec))
+    checkpoints.seal_network_folder(folder)
+    with pytest.raises(ValueError, match=r"model.pt was trained with other settings \(seed 3\) than its record"):
+        ensemble_runs.load_member("paper-seed2", 2, tmp_path)
