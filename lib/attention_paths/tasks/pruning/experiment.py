@@ -5,12 +5,10 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, replace
 
-import numpy as np
-
-from attention_paths.base import validate
 from attention_paths.base.config import get_scale
+from attention_paths.base.serialise import from_folder, to_folder
 from attention_paths.tasks.omniglot.episodes import evaluation_sets
 from attention_paths.tasks.omniglot.recipe import config_for
 from attention_paths.tasks.omniglot.training import load_network
@@ -24,7 +22,6 @@ from attention_paths.tasks.pruning.result import (
     REFERENCE_COMBINATIONS,
     PrunedNetwork,
     PruningResult,
-    RankCorrelation,
     head_name,
     parse_heads,
 )
@@ -62,12 +59,6 @@ PRUNING_EXPERIMENT = {
     "paper": PruningExperimentConfig(network="paper", test_episodes=4096, n_bootstrap=2000),
     "quick": PruningExperimentConfig(network="quick", test_episodes=2048, n_bootstrap=1000),
 }
-
-
-# what a results folder's summary.json holds besides the fields (F and y go to arrays.npz)
-_ARRAYS, _WRITTEN = ("F", "y"), ("claims", "wall_seconds", "provenance")
-_NESTED = {f: PrunedNetwork for f in ("singles", "combinations", "reference_combinations", "pairs")}
-_NESTED["spearman"] = RankCorrelation
 
 
 def _pruned_accuracy(pruned, F: dict, y: dict, full: dict) -> tuple[PrunedNetwork, dict]:
@@ -172,63 +163,23 @@ def run_pruning(
     )
 
 
-def _plain(value):
-    """A field's value as it is written to summary.json (dataclasses as dicts)."""
-    if isinstance(value, dict):
-        return {k: asdict(v) if isinstance(v, (PrunedNetwork, RankCorrelation)) else v for k, v in value.items()}
-    return value
-
-
 def pruning_summary(res: PruningResult) -> tuple[dict, dict]:
-    """``(summary, arrays)`` for ``summary.json`` / ``arrays.npz``: every field but the per-path outputs
-    ``F`` and targets ``y`` (the arrays), then ``experiment`` and the claims (:func:`pruning_claims`; for a
-    reloaded run, those of them it was written with, so that it writes back its own summary: a claim added
-    since is reported by :func:`~.claims.claims_of`, not recorded into an old run)."""
-    summary = {f.name: _plain(getattr(res, f.name)) for f in fields(res) if f.name not in _ARRAYS + _WRITTEN}
-    summary["experiment"] = "pruning"
+    """``(summary, arrays)`` for ``summary.json`` / ``arrays.npz``, by the serialiser
+    (:func:`attention_paths.base.serialise.to_folder`: the per-path outputs ``F`` and targets ``y`` to the arrays,
+    every other field to the summary), with the claims (:func:`pruning_claims`; for a reloaded run, those of them
+    it was written with, so that it writes back its own summary: a claim added since is reported by
+    :func:`~.claims.claims_of`, not recorded into an old run)."""
     claims = pruning_claims(res)
     if res.claims is not None:  # a written run, reloaded: the claims it was written with, checked again
         written = {c["id"] for c in res.claims}
         claims = [c for c in claims if c["id"] in written]
-    summary["claims"] = claims
-    arrays = {f"F_{s}": F for s, F in res.F.items()} | {f"y_{s}": y for s, y in res.y.items()}
-    return summary, arrays
+    return to_folder(replace(res, claims=claims))
 
 
 def read_pruning_run(folder, summary: dict, arrays: dict) -> PruningResult:
-    """The :class:`~.result.PruningResult` of a results folder written from :func:`pruning_summary` (read by
-    ``runs.experiments.load_run``), checked against its summary (the path features and targets of every
-    set, the heads named by the order, scores and single-head drops, the unpruned accuracies)."""
-    names = {f.name for f in fields(PruningResult)}
-    missing = [k for k in ("order", "scores", "singles", "combinations", "spearman", "claims") if k not in summary]
-    if missing:
-        raise ValueError(f"{folder}/summary.json lacks {missing}")
-    unknown = sorted(set(summary) - names - {"format", "experiment"})
-    if unknown:
-        validate.refuse(folder, f"summary.json holds fields a pruning result does not have: {unknown}")
-    for s_name, n in summary["n_episodes"].items():
-        F = arrays.get(f"F_{s_name}")
-        if F is None or F.shape != (n, int(np.prod(HEADS))):
-            raise ValueError(f"{folder}/arrays.npz does not match its summary.json (set {s_name})")
-        validate.finite(folder, f"F_{s_name}", F)
-        y = validate.finite(folder, f"y_{s_name}", arrays.get(f"y_{s_name}", np.empty(0)), (n,))
-        if not np.isin(y, (-1.0, 1.0)).all():
-            validate.refuse(folder, f"y_{s_name} holds targets other than -1 and +1")
-    heads = sorted(head_name(h) for h in ALL_HEADS)
-    for what, names_ in (
-        ("order", summary["order"]),
-        ("scores", list(summary["scores"])),
-        ("singles", list(summary["singles"])),
-    ):
-        if sorted(names_) != heads:
-            validate.refuse(folder, f"the {what} name the heads {names_}, the network's are {heads}")
-    validate.accuracies(folder, "unpruned accuracy", list(summary["unpruned"].values()))
-    kw = {k: v for k, v in summary.items() if k in names}
-    kw["stability"] = np.asarray(summary["stability"], float)
-    for k, cls in _NESTED.items():
-        kw[k] = {name: cls(**v) for name, v in summary[k].items()}
-    kw["F"] = {s_name: arrays[f"F_{s_name}"] for s_name in summary["n_episodes"]}
-    kw["y"] = {s_name: arrays[f"y_{s_name}"] for s_name in summary["n_episodes"]}
-    res = PruningResult(**kw)
+    """The :class:`~.result.PruningResult` of a results folder written by :func:`pruning_summary` (read by
+    ``runs.experiments.load_run``; :func:`attention_paths.base.serialise.from_folder`), checked against the
+    type's invariants (:meth:`~.result.PruningResult.check`)."""
+    res = from_folder(PruningResult, summary, arrays, folder)
     res.check(folder)  # the type's invariants (issue 37 §2)
     return res

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attention_paths.base.serialise import Stored
 from attention_paths.tasks.pruning.invariants import check_pruning
 
 __all__ = [
@@ -91,6 +92,13 @@ class PruningResult:
     claims: list[dict] | None = None
     wall_seconds: float | None = None
     provenance: dict | None = None
+
+    # how the serialiser (attention_paths.base.serialise) stores it where not by default
+    EXPERIMENT = "pruning"
+    STORED = {
+        "stability": Stored(to="json"),
+        **{k: Stored(none="omit") for k in ("claims", "wall_seconds", "provenance")},
+    }
 
     def check(self, folder=None) -> None:
         """Raise ``ValueError`` naming ``folder``, the field and the problem when a field breaks an invariant
