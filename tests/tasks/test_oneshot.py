@@ -222,3 +222,122 @@ def test_full_weight_sampling_of_the_oneshot_theory():
     assert res.sampled[10].kind == "full" and res.samples[10] is smp
     assert summary["sampled"]["10"]["kind"] == "full" and summary["sampled"]["10"]["corr"] > 0.7
     assert arrays["sample_N10_mean"].shape == (sum(len(data.y[s]) for s in osh.EVAL_SETS),)
+
+
+# ------------------------------------------------------------------------------------------ other architectures
+def _synthetic_data_of(heads, rng, P=40, n=30):
+    """One-shot data of a network with ``heads`` per layer: features with a label direction in paths 1 and
+    Pi - 2, so that the theory has something to find."""
+    n_paths = int(np.prod(heads))
+
+    def feats(m):
+        y = np.where(np.arange(m) < m // 2, 1.0, -1.0)
+        X = rng.standard_normal((m, 12, n_paths)) / np.sqrt(12 * n_paths)
+        X[:, 0, 1] += 0.6 * y / np.sqrt(12 * n_paths)
+        X[:, 0, n_paths - 2] += 0.4 * y / np.sqrt(12 * n_paths)
+        return X, y
+
+    features, ys = {}, {}
+    for name in ("train",) + osh.EVAL_SETS:
+        features[name], ys[name] = feats(P if name == "train" else n)
+    outputs = {k: v + 0.1 for k, v in ys.items()}
+    return osh.OneShotData(features, ys, outputs, np.eye(n_paths), {"synthetic": True}, heads)
+
+
+def test_oneshot_data_carries_its_heads_and_old_files_default_to_the_paper_network(tmp_path):
+    data = _synthetic_data_of((2, 3), np.random.default_rng(0))
+    assert data.heads == (2, 3) and data.n_paths == 6
+    osh.save_oneshot_data(data, tmp_path / "d.npz")
+    back = osh.load_oneshot_data(tmp_path / "d.npz")
+    assert back.heads == (2, 3)
+    np.testing.assert_array_equal(back.features["train"], data.features["train"])
+    # a file written before the heads were recorded reloads as the paper's 2 x 4 network ...
+    old = _synthetic_data_of((4, 4), np.random.default_rng(0))
+    osh.save_oneshot_data(old, tmp_path / "old.npz")
+    arrays = dict(np.load(tmp_path / "old.npz"))
+    del arrays["heads"]
+    np.savez(tmp_path / "old.npz", **arrays)
+    assert osh.load_oneshot_data(tmp_path / "old.npz").heads == osh.LEGACY_HEADS == (4, 4)
+    # ... and one of another architecture without its heads is refused, naming the file and the mismatch
+    arrays = dict(np.load(tmp_path / "d.npz"))
+    del arrays["heads"]
+    np.savez(tmp_path / "d.npz", **arrays)
+    with pytest.raises(ValueError, match=r"d\.npz: one-shot data of a network with heads per layer \(4, 4\) need 16"):
+        osh.load_oneshot_data(tmp_path / "d.npz")
+    with pytest.raises(ValueError, match=r"heads per layer \(3, 3\) need 9 paths"):
+        osh.OneShotData(data.features, data.y, data.network_output, data.U_gd, {}, (3, 3))
+
+
+@pytest.mark.parametrize("heads", [(3, 3), (2, 2, 2)])
+def test_the_oneshot_run_reads_its_architecture_from_the_data(tmp_path, heads):
+    """The whole chapter's computation on data of 2 layers x 3 heads and 3 layers x 2 heads: order parameters
+    over H^L paths, the architecture of every solve the data's, a results folder that reloads with the same
+    heads."""
+    data = _synthetic_data_of(heads, np.random.default_rng(1))
+    n_paths = int(np.prod(heads))
+    res = osh.run_oneshot("quick", sample=False, data=data)
+    n_t, n_w = len(res.taus), len(res.widths)
+    assert res.U.shape == (n_t, n_w, n_paths, n_paths) and res.panel.U.shape == (n_paths, n_paths)
+    assert res.heads == heads and [len(h) for h in res.panel.head_scores] == list(heads)
+    # the panel's U is the solve of this architecture (a cold solve of Architecture.uniform(heads, 10))
+    i_t, i_n = res.panel.index
+    act = ap.Action(ap.PathKernel(data.features["train"]), data.y["train"], 0.5, ap.Architecture.uniform(heads, 10))
+    cold = ap.solve(act)
+    assert len(cold.Us) == len(heads) and cold.Us[-1].shape == (heads[-1], heads[-1])
+    np.testing.assert_allclose(res.U[i_t, i_n], cold.U, atol=1e-6)
+    assert res.panel.check["max_abs_dU"] < 1e-6
+    np.testing.assert_allclose(res.U[:, -1], np.broadcast_to(np.eye(n_paths), (n_t, n_paths, n_paths)), atol=0.01)
+    assert np.linalg.eigvalsh(res.panel.U).min() > 0
+    summary, arrays = osh.oneshot_summary(res)
+    results.write(tmp_path, summary, arrays)
+    back = experiments.load_run(tmp_path, "omniglot-theory")
+    assert back.heads == heads
+    np.testing.assert_array_equal(back.U, res.U)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_layers, n_heads", [(2, 3), (3, 2)])
+def test_another_architecture_through_export_grid_theory_and_pruning(n_layers, n_heads):
+    """A 2 x 3 and a 3 x 2 network (random weights) through export, grid, theory and pruning: the export
+    records the heads, every array has H^L paths, and the path form (features, per-path outputs) reproduces
+    the layer-wise forward pass, pruned or not."""
+    _data_or_skip()
+    from attention_paths.tasks import pruning as pr
+    from attention_paths.tasks.omniglot.episodes import fixed_episodes
+
+    heads, n_paths = (n_heads,) * n_layers, n_heads**n_layers
+    net = InContextTransformer(d_model=16, d_qk=8, n_layers=n_layers, n_heads=n_heads, seed=3)
+    rec = {"config": {"d_model": 16, "d_qk": 8, "n_layers": n_layers, "n_heads": n_heads, "seed": 3}}
+    cfg = dataclasses.asdict(
+        dataclasses.replace(osh.ONESHOT_EXPERIMENT["quick"], P=20, n_eval=20, train_batches=1, eval_pool=128)
+    )
+    data = osh.extract(net, cfg, record=rec)
+    assert data.heads == heads and data.U_gd.shape == (n_paths, n_paths)
+    net64 = net.double()
+    v = (net64.path_weights() @ net64.w_in.weight.detach()).numpy()  # [Pi, 192]
+    for name, X in data.features.items():  # the theory's features with the value path = the network's output
+        assert X.shape == (20, 192, n_paths)
+        f = np.sqrt(192 * n_paths) * np.einsum("pi,nip->n", v, X)
+        np.testing.assert_allclose(f, data.network_output[name], rtol=1e-9, atol=1e-9)
+    grid = osh.theory_grid(data, [10, 1e5], [0.5])
+    assert grid["U"].shape == (1, 2, n_paths, n_paths)
+    np.testing.assert_allclose(grid["U"][0, 1], np.eye(n_paths), atol=0.01)
+    pan = osh.panel(data, grid["U"][0, 0], n_align=5)
+    assert [len(h) for h in pan["head_scores"]] == list(heads)
+    side = pr.theory_side_drops(grid["U"][0, 0], data, 0.5)
+    assert sorted(side) == sorted(pr.head_name(h) for h in pr.all_heads(heads))
+    stab = pr.score_stability(grid["U"], grid["widths"], grid["taus"], (0, 0), heads)
+    assert stab.shape == (1, 2) and stab[0, 0] == pytest.approx(1.0)
+    # network-side pruning through per-path outputs = the layer-wise forward with heads removed
+    eps = fixed_episodes(om.load_split("test").images, 24, 5, 0)
+    F = pr.path_outputs(net, eps)
+    assert F.shape == (24, n_paths)
+    x0 = net64.tokens(eps)
+    with torch.no_grad():
+        np.testing.assert_allclose(net64.path_forward(x0).numpy(), net64(x0).numpy(), rtol=1e-10, atol=1e-12)
+        for pruned in ([], [(0, 1)], [(n_layers - 1, 0), (0, n_heads - 1)]):
+            direct = net64.set_pruned(pruned)(x0).numpy()
+            np.testing.assert_allclose(pr.pruned_outputs(F, pruned, heads), direct, rtol=1e-10, atol=1e-12)
+    net64.set_pruned([])
+    with pytest.raises(ValueError, match=r"do not fit heads per layer \(4, 4\)"):
+        pr.pruned_outputs(F, [])

@@ -262,3 +262,30 @@ def test_c2_margin_and_its_paired_error_from_the_stored_outputs(committed_runs):
     d, se = pr.drop_with_error(c_low, c_high)  # acc(low pruned) - acc(high pruned) = drop(high) - drop(low)
     assert d == pytest.approx(m["margin"]) and se == pytest.approx(m["se"])
     assert f"{m['margin']:.1f} ± {m['se']:.1f}" == "0.4 ± 0.8"
+
+
+def test_heads_of_an_architecture_and_the_reference_combinations():
+    # the 2 x 4 network: exactly the reference's four literal combinations, as before
+    assert pr.reference_combinations((4, 4)) == ("0-1,0-3", "0-1,0-3,0-2", "1-2,1-1", "1-2,1-1,1-3")
+    assert pr.REFERENCE_COMBINATIONS == pr.reference_combinations(pr.HEADS) and pr.HEADS == (4, 4)
+    # 2 x 8: the prefixes of the reference's cumulative order, 1 to 13 heads
+    ref8 = pr.reference_combinations((8, 8))
+    assert len(ref8) == 13 and ref8[0] == "0-6" and ref8[1] == "0-6,0-4"
+    assert pr.parse_heads(ref8[-1], (8, 8))[-1] == (0, 1) and len(pr.parse_heads(ref8[-1], (8, 8))) == 13
+    assert pr.reference_combinations((3, 3, 3)) == ()
+    assert pr.all_heads((2, 3)) == [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)]  # 2 heads in layer 1, 3 in layer 2
+    assert pr.heads_of_names(pr.head_name(h) for h in pr.all_heads((3, 3, 3))) == (3, 3, 3)
+    with pytest.raises(ValueError, match="not every head"):
+        pr.heads_of_names(["(1)1", "(1)3", "(2)1"])
+    with pytest.raises(ValueError, match="cannot read head"):
+        pr.heads_of_names(["(1)1", "x"])
+    assert pr.parse_heads("1-2", (2, 3)) == [(1, 2)] and pr.parse_head_name("(3)2", (2, 2, 2)) == (2, 1)
+    with pytest.raises(ValueError, match=r"no head '0-3' in a network with heads per layer \(2, 3\)"):
+        pr.parse_heads("0-3", (2, 3))
+    # path coefficients of 3 layers x 2 heads (index (h1 H + h2) H + h3): removing head (2)1 silences the paths
+    # through it and leaves 2 x 1 x 2 heads, each path scaled by 1/sqrt(2 * 1 * 2)
+    c = pr.path_coefficients([(1, 0)], (2, 2, 2))
+    expected = np.array([[[0, 0], [1, 1]], [[0, 0], [1, 1]]]).reshape(-1) / np.sqrt(2 * 1 * 2)
+    np.testing.assert_allclose(c, expected)
+    with pytest.raises(ValueError, match="do not fit heads per layer"):
+        pr.pruned_outputs(np.ones((3, 16)), [], (2, 2, 2))
