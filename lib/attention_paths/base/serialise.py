@@ -17,7 +17,7 @@ A type whose stored layout is not the default one declares it, field by field, i
 >>> @dataclass
 ... class Run:
 ...     name: str
-...     F: dict
+...     F: dict[str, np.ndarray]
 ...     STORED = {"name": Stored(key="label")}
 >>> summary, arrays = to_folder(Run(name="a", F={"test": np.zeros(2)}))
 >>> summary, sorted(arrays)
@@ -92,8 +92,17 @@ def to_folder(result) -> tuple[dict, dict]:
     return summary, arrays
 
 
+def _typed_arrays(hint) -> bool:
+    """Whether a field of type ``hint`` may hold arrays stored in arrays.npz: an array, a dataclass, or a dict,
+    list or tuple of them; arrays in an untyped container (``dict``, ``dict[str, dict]``) go to summary.json."""
+    hint = _unwrap(hint)
+    if hint is np.ndarray or (isinstance(hint, type) and dataclasses.is_dataclass(hint)):
+        return True
+    return any(_typed_arrays(a) for a in typing.get_args(hint) if a is not Ellipsis)
+
+
 def _record(obj, path: tuple, arrays: dict, json: bool) -> dict:
-    out = {}
+    out, hints = {}, _hints(type(obj))
     for f in dataclasses.fields(obj):
         spec = _spec(type(obj), f.name)
         if spec.to in ("live", "derived"):
@@ -104,7 +113,8 @@ def _record(obj, path: tuple, arrays: dict, json: bool) -> dict:
                 out[key] = {} if spec.none == "empty" else None
             continue
         sub_path = (spec.array,) if spec.array is not None else path + (key,)
-        v = _encode(value, sub_path, arrays, json or spec.to == "json", spec.item)
+        as_json = json or spec.to == "json" or not _typed_arrays(hints[f.name])
+        v = _encode(value, sub_path, arrays, as_json, spec.item)
         if v is _NOTHING:
             continue
         if spec.flatten:
@@ -189,8 +199,6 @@ def _read_record(cls, record, path: tuple, ctx: _Context, json: bool, root: bool
         if spec.to == "live":
             continue
         if spec.to == "derived":
-            ctx.parent, ctx.keys = kwargs, keys
-            kwargs[f.name] = spec.derive(ctx)
             continue
         sub_path = (spec.array,) if spec.array is not None else path + (key,)
         if spec.flatten:
@@ -210,7 +218,14 @@ def _read_record(cls, record, path: tuple, ctx: _Context, json: bool, root: bool
                 continue
             _fail(ctx, name, "is missing")
         kwargs[f.name] = v
-    unknown = sorted(set(record) - known) if not any(_spec(cls, f.name).flatten for f in dataclasses.fields(cls)) else []
+    for f in dataclasses.fields(cls):  # derived from what is stored, once that is read
+        spec = _spec(cls, f.name)
+        if spec.to == "derived":
+            ctx.parent, ctx.keys = kwargs, keys
+            kwargs[f.name] = spec.derive(ctx)
+    unknown = (
+        sorted(set(record) - known) if not any(_spec(cls, f.name).flatten for f in dataclasses.fields(cls)) else []
+    )
     if unknown:
         _fail(ctx, ".".join(path) or cls.__name__, f"holds entries {cls.__name__} does not declare: {unknown}")
     try:

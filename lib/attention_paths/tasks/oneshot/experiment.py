@@ -5,12 +5,12 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from attention_paths.base import validate
 from attention_paths.base.config import get_scale
+from attention_paths.base.serialise import from_folder, to_folder
 from attention_paths.tasks.omniglot.training import load_network
 from attention_paths.tasks.oneshot.claims import oneshot_claims
 from attention_paths.tasks.oneshot.data import EVAL_SETS, HEADS, OneShotData, _eval_stack, extract
@@ -20,7 +20,6 @@ from attention_paths.tasks.oneshot.result import (
     OneShotPanel,
     OneShotResult,
     PairedPredictions,
-    SampledRun,
     TemperatureChoice,
 )
 from attention_paths.theory.action import Action
@@ -230,167 +229,17 @@ def _paired_predictions(data: OneShotData, grid: dict, sel_val: dict, X_eval) ->
     )
 
 
-def _choice_summary(c: TemperatureChoice) -> dict:
-    return {"tau": c.tau, "accuracy": c.accuracy}
-
-
-def _sampled_summary(r: SampledRun) -> dict:
-    out = dict(r.sets) | {"corr": r.corr, "diagnostics": r.diagnostics, "wall_seconds": r.wall_seconds}
-    return out | {"settings": r.settings} | ({"kind": r.kind} if r.kind is not None else {})
-
-
 def oneshot_summary(res: OneShotResult) -> tuple[dict, dict]:
-    """``(summary, arrays)`` of a run: plain numbers for ``summary.json`` and arrays for ``arrays.npz``; the
-    claims (:func:`~.claims.oneshot_claims`) are computed here."""
-    summary = {
-        "experiment": "omniglot-theory",
-        "scale": res.scale,
-        "config": res.config,
-        "data": res.data_info,
-        "network_record": res.network_record,
-        "network_accuracy": res.network_accuracy,
-        "widths": res.widths,
-        "taus": res.taus,
-        "gp_taus": res.gp_taus,
-        "grid_accuracy": res.grid_accuracy,
-        "gp_accuracy": res.gp_accuracy,
-        "gp_grid_accuracy": res.gp_grid_accuracy,
-        "solver": res.solver,
-        "select": {on: {k: _choice_summary(c) for k, c in d.items()} for on, d in res.select.items()},
-        "panel": {"head_scores": [np.asarray(h).tolist() for h in res.panel.head_scores], "check": res.panel.check},
-        "seconds": res.seconds,
-        "claims": oneshot_claims(res),
-        "sampled": {str(N): _sampled_summary(r) for N, r in res.sampled.items()},
-        "edge": res.edge,
-        "paired": (
-            {"N": res.paired.N, "tau_theory": res.paired.tau_theory, "tau_gp": res.paired.tau_gp}
-            if res.paired is not None
-            else {}
-        ),
-    }
-    arrays = {
-        "U": res.U,
-        "U_gd": res.panel.U_gd,
-        "align_GP": res.panel.alignment["GP"],
-        "align_renormalised": res.panel.alignment["renormalised"],
-        "panel_mean": res.panel.mean,
-        "panel_var": res.panel.var,
-    }
-    if res.paired is not None:
-        arrays["paired_theory_mean"], arrays["paired_gp_mean"] = res.paired.theory, res.paired.gp
-    for N, r in res.sampled.items():
-        arrays[f"sample_N{N}_U_hat"] = r.U_hat
-        arrays[f"sample_N{N}_mean"] = r.mean
-        arrays[f"sample_N{N}_mcse"] = r.mcse
-    return summary, arrays
-
-
-def _choice(d: dict, on: str, taus) -> TemperatureChoice:
-    """A reloaded selection: its grid indices are found from the selected temperatures."""
-    taus = [float(t) for t in taus]
-    tau = np.asarray(d["tau"], float)
-    index = np.asarray([taus.index(float(t)) for t in np.atleast_1d(tau)]).reshape(tau.shape)
-    return TemperatureChoice(
-        on=on, index=index, tau=tau, accuracy={s: np.asarray(a, float) for s, a in d["accuracy"].items()}
-    )
-
-
-def _check_folder(folder, summary: dict, arrays: dict) -> None:
-    """A results folder's arrays against its summary: grid shape, order parameters, accuracies, the stacked
-    predictions of the four evaluation sets and the heads of the scores."""
-    n_t, n_w = len(summary["taus"]), len(summary["widths"])
-    if arrays.get("U") is None or arrays["U"].ndim != 4 or arrays["U"].shape[:2] != (n_t, n_w):
-        raise ValueError(f"{folder}/arrays.npz does not match its summary.json")
-    n_paths = int(np.prod(HEADS))
-    validate.order_parameters(folder, "U", arrays["U"], (n_t, n_w, n_paths, n_paths))
-    for set_name, a in summary["grid_accuracy"].items():
-        validate.accuracies(folder, f"grid accuracy ({set_name})", a, (n_t, n_w))
-    # the predictions on the four evaluation sets (validation, test, MNIST, FashionMNIST), stacked; the
-    # extraction records n_eval episodes per set
-    n_eval = summary.get("data", {}).get("n_eval")
-    n_stack = len(EVAL_SETS) * int(n_eval) if n_eval else len(arrays.get("panel_mean", ()))
-    for name in ("panel_mean", "paired_theory_mean", "paired_gp_mean"):
-        if name in arrays:
-            validate.finite(folder, name, arrays[name], (n_stack,))
-    scores = summary["panel"]["head_scores"]
-    if [len(h) for h in scores] != list(HEADS):
-        validate.refuse(folder, f"head scores {scores} do not match the network's heads per layer {HEADS}")
-
-
-def _sampled_runs(summary: dict, arrays: dict) -> dict[int, SampledRun]:
-    return {
-        int(N): SampledRun(
-            sets={s: e[s] for s in EVAL_SETS},
-            corr=e["corr"],
-            diagnostics=e["diagnostics"],
-            wall_seconds=e["wall_seconds"],
-            settings=e["settings"],
-            kind=e.get("kind"),
-            U_hat=arrays[f"sample_N{N}_U_hat"],
-            mean=arrays[f"sample_N{N}_mean"],
-            mcse=arrays[f"sample_N{N}_mcse"],
-        )
-        for N, e in summary.get("sampled", {}).items()
-    }
+    """``(summary, arrays)`` of a run, by the serialiser (:func:`attention_paths.base.serialise.to_folder`: plain
+    numbers for ``summary.json``, arrays for ``arrays.npz``); the claims (:func:`~.claims.oneshot_claims`) are
+    computed here."""
+    return to_folder(replace(res, claims=oneshot_claims(res)))
 
 
 def read_oneshot_run(folder, summary: dict, arrays: dict) -> OneShotResult:
-    """The :class:`OneShotResult` of a results folder written from :func:`oneshot_summary` (read by
-    ``runs.experiments.load_run``), checked against its summary (:func:`_check_folder`)."""
-    _check_folder(folder, summary, arrays)
-    scores = summary["panel"]["head_scores"]
-    cfg = summary["config"]
-    taus, widths = [float(t) for t in summary["taus"]], [float(w) for w in summary["widths"]]
-    i_t, i_n = taus.index(float(cfg["panel_tau"])), widths.index(float(cfg["panel_N"]))
-    paired = summary.get("paired") or {}
-    res = OneShotResult(
-        scale=summary["scale"],
-        config=cfg,
-        data_info=summary["data"],
-        network_record=summary["network_record"],
-        network_accuracy=summary["network_accuracy"],
-        widths=np.asarray(summary["widths"]),
-        taus=np.asarray(summary["taus"], float),
-        U=arrays["U"],
-        grid_accuracy={s: np.asarray(a, float) for s, a in summary["grid_accuracy"].items()},
-        solver=summary["solver"],
-        gp_taus=np.asarray(summary["gp_taus"], float),
-        gp_accuracy={s: np.asarray(a, float) for s, a in summary["gp_accuracy"].items()},
-        gp_grid_accuracy={s: np.asarray(a, float) for s, a in summary["gp_grid_accuracy"].items()},
-        select={
-            on: {
-                "theory": _choice(d["theory"], on, summary["taus"]),
-                "gp": _choice(d["gp"], on, summary["gp_taus"]),
-            }
-            for on, d in summary["select"].items()
-        },
-        panel=OneShotPanel(
-            U=arrays["U"][i_t, i_n],
-            U_gd=arrays["U_gd"],
-            head_scores=[np.asarray(h) for h in scores],
-            alignment={"GP": arrays["align_GP"], "renormalised": arrays["align_renormalised"]},
-            check=summary["panel"]["check"],
-            mean=arrays.get("panel_mean"),
-            var=arrays.get("panel_var"),
-            index=(i_t, i_n),
-        ),
-        paired=(
-            PairedPredictions(
-                N=paired["N"],
-                tau_theory=paired["tau_theory"],
-                tau_gp=paired["tau_gp"],
-                theory=arrays["paired_theory_mean"],
-                gp=arrays["paired_gp_mean"],
-            )
-            if "paired_theory_mean" in arrays
-            else None
-        ),
-        edge=summary.get("edge"),
-        seconds=summary["seconds"],
-        sampled=_sampled_runs(summary, arrays),
-        claims=summary["claims"],
-        wall_seconds=summary.get("wall_seconds"),
-        provenance=summary.get("provenance"),
-    )
+    """The :class:`OneShotResult` of a results folder written by :func:`oneshot_summary` (read by
+    ``runs.experiments.load_run``; :func:`attention_paths.base.serialise.from_folder`), checked against the
+    type's invariants (:meth:`~.result.OneShotResult.check`)."""
+    res = from_folder(OneShotResult, summary, arrays, folder)
     res.check(folder)  # the type's invariants (issue 37 §2)
     return res

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_paths.base import invariants as inv
+from attention_paths.tasks.oneshot.data import EVAL_SETS
 from attention_paths.theory.scores import head_scores
 
 __all__ = ["check_oneshot"]
@@ -33,9 +34,10 @@ def _panel(folder, res, n_paths: int, heads) -> int:
         inv.violation(folder, "panel.head_scores", "are not the head scores of the panel's U (paths or layers moved?)")
     for k, a in p.alignment.items():
         inv.finite(folder, f"panel.alignment[{k}]", a, (None,))
-    n_stack = None
+    n_eval = (res.data_info or {}).get("n_eval")  # the stacked evaluation sets, n_eval episodes each
+    n_stack = len(EVAL_SETS) * int(n_eval) if n_eval else None
     if p.mean is not None:
-        n_stack = len(inv.finite(folder, "panel.mean", p.mean, (None,)))
+        n_stack = len(inv.finite(folder, "panel.mean", p.mean, (n_stack,)))
         var = inv.finite(folder, "panel.var", p.var, (n_stack,))
         if (var < 0).any():
             inv.violation(folder, "panel.var", "holds negative variances")
@@ -53,12 +55,18 @@ def check_oneshot(res, folder=None) -> None:
     heads = tuple(len(h) for h in res.panel.head_scores)
     if not heads or min(heads) < 1:
         inv.violation(folder, "panel.head_scores", f"name no heads per layer ({heads})")
+    rec = (res.network_record or {}).get("config") or {}
+    if {"n_heads", "n_layers"} <= set(rec) and heads != (int(rec["n_heads"]),) * int(rec["n_layers"]):
+        inv.violation(folder, "panel.head_scores", f"are for heads {heads}, the network record's are {rec}")
     n_paths = int(np.prod(heads))
     inv.order_parameter(folder, "U", res.U, n_paths, (n_t, n_w))
     if not np.array_equal(res.panel.U, res.U[res.panel.index]):
         inv.violation(folder, "panel.U", "is not the grid's U at the panel's index")
     inv.accuracy(folder, "network_accuracy", list(res.network_accuracy.values()))
     _accuracies(folder, "grid_accuracy", res.grid_accuracy, (n_t, n_w))
+    for s, a in res.grid_accuracy.items():
+        if not np.any(a):
+            inv.violation(folder, f"grid_accuracy[{s}]", "is zero everywhere: not a grid of accuracies")
     gp_taus = inv.finite(folder, "gp_taus", res.gp_taus, (None,))
     _accuracies(folder, "gp_accuracy", res.gp_accuracy, (len(gp_taus),))
     _accuracies(folder, "gp_grid_accuracy", res.gp_grid_accuracy, (n_t,))

@@ -13,9 +13,31 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attention_paths.base.serialise import Stored
 from attention_paths.tasks.oneshot.data import EVAL_SETS, OneShotData
 from attention_paths.tasks.oneshot.grid import paired_comparison
 from attention_paths.tasks.oneshot.invariants import check_oneshot
+
+
+def _grid_index(ctx, tau, axis: str) -> np.ndarray:
+    """Where the temperatures ``tau`` sit on the result's axis ``axis`` ("taus", "gp_taus"), read back."""
+    taus = [float(t) for t in ctx.root[axis]]
+    tau = np.asarray(tau, float)
+    missing = [float(t) for t in np.atleast_1d(tau) if float(t) not in taus]
+    if missing:
+        raise ValueError(f"{ctx.folder}: the selected temperatures {missing} are not on {axis} {taus}")
+    return np.asarray([taus.index(float(t)) for t in np.atleast_1d(tau)]).reshape(tau.shape)
+
+
+def _panel_index(ctx) -> tuple[int, int]:
+    """The panel's grid position, from the run's config (its N and tau) and axes, read back."""
+    cfg, taus, widths = ctx.root["config"], ctx.root["taus"], ctx.root["widths"]
+    at = [[float(v) for v in taus].index(float(cfg["panel_tau"])) if float(cfg["panel_tau"]) in taus else None]
+    at.append([float(v) for v in widths].index(float(cfg["panel_N"])) if float(cfg["panel_N"]) in widths else None)
+    if None in at:
+        raise ValueError(f"{ctx.folder}: the panel (N = {cfg['panel_N']}, tau = {cfg['panel_tau']}) is not on the grid")
+    return at[0], at[1]
+
 
 __all__ = [
     "TemperatureChoice",
@@ -37,6 +59,17 @@ class TemperatureChoice:
     tau: np.ndarray
     accuracy: dict[str, np.ndarray]
 
+    # stored: the temperature and accuracies; its set and grid index are read back from where it sits
+    STORED = {
+        "on": Stored(to="derived", derive=lambda ctx: ctx.keys[-2]),
+        "index": Stored(
+            to="derived",
+            derive=lambda ctx: _grid_index(ctx, ctx.parent["tau"], "taus" if ctx.keys[-1] == "theory" else "gp_taus"),
+        ),
+        "tau": Stored(to="json"),
+        "accuracy": Stored(to="json"),
+    }
+
 
 @dataclass(kw_only=True)
 class OneShotPanel:
@@ -55,6 +88,16 @@ class OneShotPanel:
     var: np.ndarray
     index: tuple[int, int]
 
+    # U and index are the grid's at the config's panel point; the arrays keep their names of format 1
+    STORED = {
+        "U": Stored(to="derived", derive=lambda ctx: ctx.root["U"][_panel_index(ctx)]),
+        "U_gd": Stored(array="U_gd"),
+        "alignment": Stored(array="align"),
+        "mean": Stored(none="omit"),
+        "var": Stored(none="omit"),
+        "index": Stored(to="derived", derive=_panel_index),
+    }
+
 
 @dataclass(kw_only=True)
 class PairedPredictions:
@@ -67,6 +110,8 @@ class PairedPredictions:
     tau_gp: float
     theory: np.ndarray
     gp: np.ndarray
+
+    STORED = {"theory": Stored(key="theory_mean"), "gp": Stored(key="gp_mean")}
 
 
 @dataclass(kw_only=True)
@@ -86,6 +131,8 @@ class SampledRun:
     U_hat: np.ndarray
     mean: np.ndarray
     mcse: np.ndarray
+
+    STORED = {"sets": Stored(flatten=True), "kind": Stored(none="omit")}
 
 
 @dataclass(kw_only=True)
@@ -127,6 +174,18 @@ class OneShotResult:
     provenance: dict | None = None
     data: OneShotData | None = field(default=None, repr=False)
     samples: dict = field(default_factory=dict, repr=False)
+
+    # how the serialiser (attention_paths.base.serialise) stores it where not by default
+    EXPERIMENT = "omniglot-theory"
+    STORED = {
+        "data_info": Stored(key="data"),
+        **{k: Stored(to="json") for k in ("widths", "taus", "gp_taus", "grid_accuracy", "gp_accuracy")},
+        "gp_grid_accuracy": Stored(to="json"),
+        "sampled": Stored(array="sample", item="N{}"),
+        **{k: Stored(none="omit") for k in ("paired", "edge", "claims", "wall_seconds", "provenance")},
+        "data": Stored(to="live"),
+        "samples": Stored(to="live"),
+    }
 
     def check(self, folder=None) -> None:
         """Raise ``ValueError`` naming ``folder``, the field and the problem when a field breaks an invariant
