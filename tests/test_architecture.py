@@ -204,7 +204,7 @@ def test_the_training_stages_keys_cover_every_file_training_loads():
     from attention_paths.base.provenance import import_closure
     from attention_paths.runs.stages import DATA_CODE, TRAIN_CODE
 
-    code = "import attention_paths.tasks.omniglot.training, attention_paths.tasks.omniglot.ensemble"
+    code = "import attention_paths.tasks.omniglot.training, attention_paths.tasks.omniglot.members"
     probe = code + "\nimport sys; print(' '.join(m for m in sys.modules if m.startswith('attention_paths')))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

@@ -1,5 +1,6 @@
 """Across trained networks (issue 23): the per-network rows, their spread and the claim tally."""
 
+import dataclasses
 import json
 import math
 import shutil
@@ -9,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from attention_paths.runs import ensemble as ensemble_runs
+from attention_paths.runs import committed_ensemble as ensemble_runs
 from attention_paths.runs import experiments, results
 from attention_paths.tasks import ensemble, pruning
 
@@ -26,8 +27,8 @@ def _paper_row():
 
 def test_a_row_holds_the_committed_numbers_of_its_network():
     row, rec, theory, prune = _paper_row()
-    assert row["seed"] == 42 and row["name"] == "paper" and row["precision"] == "float32"
-    assert row["accuracy"]["test"] == (
+    assert row.seed == 42 and row.name == "paper" and row.precision == "float32"
+    assert row.accuracy["test"] == (
         rec["accuracies"]["test"]["accuracy"],
         rec["accuracies"]["test"]["se"],
         rec["accuracies"]["test"]["episodes"],
@@ -39,30 +40,28 @@ def test_a_row_holds_the_committed_numbers_of_its_network():
     th = theory.paired.theory[k * n : (k + 1) * n]
     gp = theory.paired.gp[k * n : (k + 1) * n]
     d = (np.sign(th) == y).astype(float) - (np.sign(gp) == y).astype(float)
-    assert row["theory_minus_gp"]["test"][0] == pytest.approx(100 * d.mean())
-    assert row["theory_minus_gp"]["test"][1] == pytest.approx(100 * d.std(ddof=1) / math.sqrt(n))
+    assert row.theory_minus_gp["test"][0] == pytest.approx(100 * d.mean())
+    assert row.theory_minus_gp["test"][1] == pytest.approx(100 * d.std(ddof=1) / math.sqrt(n))
     # and agrees with the selection tables' accuracies (theory at the smallest width minus the GP)
     sel = theory.select["val"]
-    assert row["theory_minus_gp"]["test"][0] == pytest.approx(
+    assert row.theory_minus_gp["test"][0] == pytest.approx(
         sel["theory"].accuracy["test"][0] - sel["gp"].accuracy["test"], abs=1e-9
     )
-    assert row["lowest"]["head"] == prune.order[0]
-    assert row["two_lowest"]["heads"] == tuple(prune.order[:2])
-    assert row["spearman"][0] == prune.spearman["theory"].rho
+    assert row.lowest["head"] == prune.order[0]
+    assert row.two_lowest["heads"] == tuple(prune.order[:2])
+    assert row.spearman[0] == prune.spearman["theory"].rho
     # the recorded claims, and a pruning claim added since the run was written (C3-OOD+) on its stored numbers
-    assert set(row["claims"]) == {c["id"] for c in theory.claims} | {c[0] for c in pruning.PRUNING_CLAIMS}
-    assert "C3-OOD+" not in {c["id"] for c in prune.claims} and row["claims"]["C3-OOD+"] is False
+    assert set(row.claims) == {c["id"] for c in theory.claims} | {c[0] for c in pruning.PRUNING_CLAIMS}
+    assert "C3-OOD+" not in {c["id"] for c in prune.claims} and row.claims["C3-OOD+"] is False
 
 
 def test_spread_and_tally_over_networks():
     row, *_ = _paper_row()
-    other = json.loads(json.dumps(row))  # a second, altered network: seed 7, C3 passes, lower accuracy
-    other["seed"] = 7
-    other["accuracy"]["test"] = [79.0, 0.3, 20480]
-    other["claims"]["C3"] = True
-    del other["claims"]["I3"]  # not sampled
+    # a second, altered network: seed 7, C3 passes, lower accuracy, not sampled (no I3)
+    claims = {k: v for k, v in row.claims.items() if k != "I3"} | {"C3": True}
+    other = dataclasses.replace(row, seed=7, accuracy=row.accuracy | {"test": (79.0, 0.3, 20480)}, claims=claims)
     sp = ensemble.spread([row, other])
-    a = np.array([row["accuracy"]["test"][0], 79.0])
+    a = np.array([row.accuracy["test"][0], 79.0])
     assert sp["accuracy ID"]["mean"] == pytest.approx(a.mean())
     assert sp["accuracy ID"]["sd"] == pytest.approx(a.std(ddof=1))
     assert (sp["accuracy ID"]["min"], sp["accuracy ID"]["max"], sp["accuracy ID"]["n"]) == (79.0, a.max(), 2)
@@ -86,7 +85,7 @@ def test_spread_and_tally_over_networks():
 
 def test_load_members_reads_complete_commits_and_refuses_partial_ones(tmp_path):
     rows = ensemble_runs.load_members()
-    assert rows and rows[0]["seed"] == 42
+    assert rows and rows[0].seed == 42
     data = tmp_path / "data"
     for src, dst in (
         ("omniglot-paper", "omniglot-paper"),
@@ -94,7 +93,7 @@ def test_load_members_reads_complete_commits_and_refuses_partial_ones(tmp_path):
         ("pruning/paper-network", "pruning/paper-network"),
     ):
         shutil.copytree(DATA / src, data / dst)
-    assert [r["seed"] for r in ensemble_runs.load_members(data_dir=data)] == [42]
+    assert [r.seed for r in ensemble_runs.load_members(data_dir=data)] == [42]
     shutil.copytree(DATA / "omniglot-paper-seed1", data / "omniglot-paper-seed1")  # a network without its analyses
     with pytest.raises(ValueError, match="paper-seed1 is committed only in part"):
         ensemble_runs.load_members(data_dir=data)
@@ -189,29 +188,29 @@ def test_limit_gaps_find_the_cell_farthest_from_the_gp_limit():
 def test_limit_gaps_agree_with_the_committed_limit_claim():
     """The I2-limit claim's detail names the largest gap per set at the largest width: the same numbers."""
     row, _, theory, _ = _paper_row()
-    detail = row["claim_details"]["I2-limit"]
-    for s, g in row["limit"]["gap"].items():
+    detail = row.claim_details["I2-limit"]
+    for s, g in row.limit["gap"].items():
         assert f"{s} {max(x[1] for x in g):.1f}" in detail
-    assert row["limit"]["worst"][2] == pytest.approx(max(max(x[1] for x in g) for g in row["limit"]["gap"].values()))
+    assert row.limit["worst"][2] == pytest.approx(max(max(x[1] for x in g) for g in row.limit["gap"].values()))
 
 
 def test_the_limit_table_fits_80_columns():
     row, *_ = _paper_row()
     lines = ensemble.format_limit([row]).splitlines()
-    assert max(len(line) for line in lines) <= 80 and lines[-1].split()[:3] == ["42", row["limit"]["worst"][0], "0.01"]
+    assert max(len(line) for line in lines) <= 80 and lines[-1].split()[:3] == ["42", row.limit["worst"][0], "0.01"]
 
 
 def test_the_precision_control_is_committed_whole_and_is_not_a_member():
     """data/omniglot-paper-bf16: seed 42's recipe in bfloat16, with its theory and pruning runs computed on it."""
-    from attention_paths.runs import ensemble as ensemble_runs
+    from attention_paths.runs import committed_ensemble as ensemble_runs
 
     name, seed = ensemble_runs.BF16_CONTROL
     records = ensemble_runs.load_records_of(name)  # one name as a string: that network
     assert list(records) == [name] and records[name]["precision"] == "bfloat16"
     assert records[name]["config"]["seed"] == seed and records[name]["accuracies"]["test"]["episodes"] >= 20_000
     row = ensemble_runs.load_member(name, seed)
-    assert row["name"] == name and row["precision"] == "bfloat16"
-    assert name not in [r["name"] for r in ensemble_runs.load_members()]
+    assert row.name == name and row.precision == "bfloat16"
+    assert name not in [r.name for r in ensemble_runs.load_members()]
 
 
 def _copy_member(name: str, data: Path, as_name: str | None = None) -> None:
@@ -237,7 +236,7 @@ def test_the_ensemble_readers_refuse_what_they_were_not_asked():
         ensemble_runs.load_records_of(["paper-bf16", "paper-bf16"])
     with pytest.raises(FileNotFoundError, match=r"network 'paper-2x8' is not committed: .*omniglot-paper-2x8 holds no"):
         ensemble_runs.load_records_of(["paper-2x8"])
-    assert ensemble_runs.load_member("paper-seed1", 1)["seed"] == 1
+    assert ensemble_runs.load_member("paper-seed1", 1).seed == 1
 
 
 def test_a_member_relabelled_as_another_seed_is_refused(tmp_path):
@@ -255,3 +254,18 @@ def test_a_member_relabelled_as_another_seed_is_refused(tmp_path):
     checkpoints.seal_network_folder(folder)
     with pytest.raises(ValueError, match=r"model.pt was trained with other settings \(seed 3\) than its record"):
         ensemble_runs.load_member("paper-seed2", 2, tmp_path)
+
+
+def test_a_row_is_a_typed_record_with_its_temperatures():
+    """Issue 35 §5: the row is a frozen dataclass with attribute access; the validation-selected temperatures
+    are fields, equal to the ones the I2 claims' details print; as_dict is what the ensemble summary stores."""
+    row, _, theory, _ = _paper_row()
+    assert isinstance(row, ensemble.NetworkRow) and dataclasses.is_dataclass(row)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        row.seed = 1
+    detail = row.claim_details["I2-ID"]  # "theory ...% at N=... (tau T) vs GP ...% (tau G): ..."
+    assert f"(tau {row.theory_tau:g}) vs GP" in detail and f"(tau {row.gp_tau:g}):" in detail
+    assert (row.theory_tau, row.gp_tau) == (0.5, 0.05)
+    d = row.as_dict()
+    assert list(d) == [f.name for f in dataclasses.fields(ensemble.NetworkRow)] and d["seed"] == 42
+    assert json.loads(json.dumps(d))["lowest"]["head"] == row.lowest["head"]

@@ -304,18 +304,18 @@ def training_curves(ax_loss, ax_acc, records: dict, sets=("val", "test", "MNIST"
     ax_acc.set_ylabel("accuracy (%)")
 
 
-def score_drop_scatter(ax, rows: list[dict], reference: dict | None = None):
+def score_drop_scatter(ax, rows: list, reference: dict | None = None):
     """Head score against single-head accuracy drop (in distribution, paired standard errors) for every
     network of an ensemble: one marker and colour per network, the two lowest-scoring heads of each
-    network ringed.  ``rows`` are :func:`attention_paths.tasks.ensemble.network_row` dicts."""
+    network ringed.  ``rows`` are :class:`attention_paths.tasks.ensemble.NetworkRow` records."""
     markers = "osD^v<>p"
     # networks are not a role of ROLES: colours that no role uses (not theory blue, GP orange, samples green)
     colors = ("C3", "C9", "C5", "C6", "C8", "C4", "C7")
     for i, r in enumerate(rows):
-        heads = sorted(r["scores"], key=r["scores"].get)
-        s = np.array([r["scores"][h] for h in heads])
-        d = np.array([r["single_drops"][h][0] for h in heads])
-        e = np.array([r["single_drops"][h][1] for h in heads])
+        heads = sorted(r.scores, key=r.scores.get)
+        s = np.array([r.scores[h] for h in heads])
+        d = np.array([r.single_drops[h][0] for h in heads])
+        e = np.array([r.single_drops[h][1] for h in heads])
         c = colors[i % len(colors)]
         ax.errorbar(
             s,
@@ -326,7 +326,7 @@ def score_drop_scatter(ax, rows: list[dict], reference: dict | None = None):
             ms=5,
             capsize=2,
             lw=0.8,
-            label=f"seed {r['seed']} (Spearman {r['spearman'][0]:+.2f})",
+            label=f"seed {r.seed} (Spearman {r.spearman[0]:+.2f})",
         )
         ax.scatter(s[:2], d[:2], s=120, facecolors="none", edgecolors=c, lw=1.0)
     ax.axhline(0, color="0.5", lw=0.6)

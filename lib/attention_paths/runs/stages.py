@@ -41,7 +41,7 @@ from attention_paths.runs.registry import EXPERIMENTS
 from attention_paths.tasks import ensemble
 from attention_paths.tasks.omniglot.checkpoints import committed_checkpoint, resume_state, seal_network_folder
 from attention_paths.tasks.omniglot.data import load_ood, load_split
-from attention_paths.tasks.omniglot.ensemble import ENSEMBLE_SEEDS, commit_network, member_name
+from attention_paths.tasks.omniglot.members import ENSEMBLE_SEEDS, commit_network, member_name
 from attention_paths.tasks.omniglot.recipe import config_for, network_dir
 from attention_paths.tasks.omniglot.training import train
 from attention_paths.tasks.oneshot import (
@@ -72,7 +72,7 @@ __all__ = [
 # package, this file included, does not retrain the network; use --force train after changing their glue
 # below.  Every other stage is keyed by the whole package.
 DATA_CODE = import_closure("tasks/omniglot/data.py")
-TRAIN_CODE = import_closure("tasks/omniglot/training.py", "tasks/omniglot/ensemble.py")
+TRAIN_CODE = import_closure("tasks/omniglot/training.py", "tasks/omniglot/members.py")
 
 
 def _tau_name(tau: float) -> str:
@@ -329,7 +329,7 @@ def stage_ensemble(ctx: StageContext) -> dict:
     summary = {
         "experiment": "ensemble",
         "members": ctx.params["members"],
-        "rows": rows,
+        "rows": [r.as_dict() for r in rows],
         "spread": ensemble.spread(rows),
         "tally": ensemble.claim_tally(rows),
     }
@@ -340,7 +340,7 @@ def stage_ensemble(ctx: StageContext) -> dict:
 def ensemble_stages(seeds=None, *, threads: int | None = None) -> list[Stage]:
     """Every network of the ensemble of issue 23 with its paper-size theory and pruning, as stages.
 
-    Per seed ``k`` (network ``n`` = :func:`~attention_paths.tasks.omniglot.ensemble.member_name` of ``k``):
+    Per seed ``k`` (network ``n`` = :func:`~attention_paths.tasks.omniglot.members.member_name` of ``k``):
     ``n.train`` (the committed ``data/omniglot-<n>`` when there is one, else the paper's recipe with seed
     ``k``, resumable, from a committed ``resume.pt`` when there is one; its ``record.json`` holds the precise
     accuracies), ``n.export``, ``n.grid-tau<t>`` (ten temperature columns), ``n.omniglot-theory`` (no
@@ -407,7 +407,7 @@ def ensemble_stages(seeds=None, *, threads: int | None = None) -> list[Stage]:
 
 
 def ensemble_members(seeds=None) -> list[tuple[int, str]]:
-    """``[(seed, network name)]`` of an ensemble (default seeds: :data:`~attention_paths.tasks.omniglot.ensemble.
+    """``[(seed, network name)]`` of an ensemble (default seeds: :data:`~attention_paths.tasks.omniglot.members.
     ENSEMBLE_SEEDS`); repeated seeds raise ``ValueError``."""
 
     seeds = tuple(ENSEMBLE_SEEDS if seeds is None else seeds)

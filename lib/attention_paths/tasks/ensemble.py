@@ -1,14 +1,22 @@
-"""The image claims across trained networks (issue 23): one row per network, their spread, and claim tallies.
+"""The ensemble of trained networks (issue 23): one typed row per network, their spread, and claim tallies.
 
-Each member of the ensemble (:mod:`attention_paths.tasks.omniglot.ensemble`) has three committed results:
-its network record (precise accuracies), its paper-size Omniglot theory run and its pruning run.
-:func:`network_row` reduces them to the numbers the chapters compare, :func:`spread` gives their mean and
-spread over the networks, and :func:`claim_tally` says on how many networks each claim (I1-I5, C1-C6, with
-C3-OOD and C3-OOD+) holds.  Everything here works on loaded results
-(:func:`attention_paths.runs.experiments.load_run`); nothing is recomputed.
+This is the ensemble's home.  Its three parts, each in the layer its imports put it in:
+
+* :mod:`attention_paths.tasks.omniglot.members`: the members' names, precise accuracies and commits (beside
+  the training code, whose stage key it shares);
+* this module: :class:`NetworkRow`, the numbers the chapters compare, built by :func:`network_row` from a
+  member's three committed results (network record with precise accuracies, paper-size Omniglot theory run,
+  pruning run); :func:`spread` (mean and spread over the networks) and :func:`claim_tally` (on how many
+  networks each claim, I1-I5 and C1-C6 with C3-OOD and C3-OOD+, holds);
+* :mod:`attention_paths.runs.committed_ensemble`: the committed members read back, checked, for the chapters.
+
+Everything here works on loaded results (:func:`attention_paths.runs.experiments.load_run`); nothing is
+recomputed.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -16,6 +24,7 @@ from attention_paths.tasks.oneshot import OneShotResult
 from attention_paths.tasks.pruning import EVAL_SETS, PruningResult, claims_of
 
 __all__ = [
+    "NetworkRow",
     "REFERENCE",
     "format_accuracies",
     "network_row",
@@ -42,48 +51,81 @@ REFERENCE = {
 _SHORT = {"test": "ID", "MNIST": "MNIST", "FashionMNIST": "FMNIST"}
 
 
-def network_row(seed: int, record: dict, theory: OneShotResult, prune: PruningResult) -> dict:
-    """The per-network numbers: ``record`` is the network's ``record.json``, ``theory`` and ``prune`` its
-    loaded omniglot-theory and pruning runs.
+@dataclasses.dataclass(frozen=True)
+class NetworkRow:
+    """The per-network numbers of one trained network (:func:`network_row`).
 
-    Keys: ``seed``, ``name``, ``precision``, ``cpu``; ``accuracy`` and ``accuracy_best`` ({set: (%, s.e.,
-    episodes)}; the best-validation checkpoint's only where it was kept); ``theory_minus_gp`` ({set: (points,
-    paired s.e.)}: theory at the smallest width against the GP, both at their validation-selected
-    temperatures); ``spearman`` (rho, 95% interval); ``lowest`` (head, drop ± s.e. per set); ``two_lowest``
-    (heads, drop ± s.e. per set); ``scores`` and ``single_drops`` ({head: value}); ``claims`` ({id: passed})
-    and ``claim_details`` ({id: detail}): the runs' recorded claims, with a pruning claim added since a run
-    was written checked on its stored numbers (:func:`attention_paths.tasks.pruning.claims_of`).
+    ``accuracy`` and ``accuracy_best``: {set: (%, s.e., episodes)} of the last and (where it was kept) the
+    best-validation checkpoint; ``theory_minus_gp``: {set: (points, paired s.e.)}, the theory at the smallest
+    width against the GP, each at its validation-selected temperature (``theory_tau``, ``gp_tau``);
+    ``spearman``: (rho, 95% interval); ``lowest``: {"head", set: (drop, s.e.)}; ``two_lowest``: {"heads",
+    set: (drop, s.e.)}; ``scores`` and ``single_drops`` ({head: value}); ``claims`` ({id: passed}),
+    ``claim_text`` and ``claim_details`` ({id: text}); ``limit``: :func:`limit_gaps`.
     """
+
+    seed: int
+    name: str
+    precision: str
+    cpu: str
+    accuracy: dict
+    accuracy_best: dict | None
+    best_step: int | None
+    theory_minus_gp: dict
+    theory_tau: float
+    gp_tau: float
+    spearman: tuple
+    lowest: dict
+    two_lowest: dict
+    scores: dict
+    single_drops: dict
+    claims: dict
+    claim_text: dict
+    claim_details: dict
+    limit: dict
+
+    def as_dict(self) -> dict:
+        """The row as a plain dict (for JSON)."""
+        return dataclasses.asdict(self)
+
+
+def network_row(seed: int, record: dict, theory: OneShotResult, prune: PruningResult) -> NetworkRow:
+    """The per-network numbers (:class:`NetworkRow`): ``record`` is the network's ``record.json``, ``theory``
+    and ``prune`` its loaded omniglot-theory and pruning runs.  The claims are the runs' recorded claims, with
+    a pruning claim added since a run was written checked on its stored numbers
+    (:func:`attention_paths.tasks.pruning.claims_of`)."""
     acc = record["accuracies"]
     best = record.get("accuracies_best", {})
     paired = theory.paired_by_set()
+    selected = theory.select["val"]
     order = prune.order
     low = prune.singles[order[0]]
     two = prune.combinations["2 lowest"]
     claims = list(theory.claims) + claims_of(prune)  # a claim added since the run was written, on its numbers
-    return {
-        "seed": int(seed),
-        "name": theory.config["network"],
-        "precision": record.get("precision", "float32"),
-        "cpu": record.get("hardware", {}).get("cpu", record.get("device_name", "?")),
-        "accuracy": {s: (acc[s]["accuracy"], acc[s].get("se", np.nan), acc[s]["episodes"]) for s in EVAL_SETS},
-        "accuracy_best": (
+    return NetworkRow(
+        seed=int(seed),
+        name=theory.config["network"],
+        precision=record.get("precision", "float32"),
+        cpu=record.get("hardware", {}).get("cpu", record.get("device_name", "?")),
+        accuracy={s: (acc[s]["accuracy"], acc[s].get("se", np.nan), acc[s]["episodes"]) for s in EVAL_SETS},
+        accuracy_best=(
             {s: (best[s]["accuracy"], best[s]["se"], best[s]["episodes"]) for s in EVAL_SETS}
             if "test" in best
             else None
         ),
-        "best_step": best.get("step"),
-        "theory_minus_gp": {s: (paired[s]["diff"], paired[s]["se"]) for s in EVAL_SETS},
-        "spearman": (prune.spearman["theory"].rho, tuple(prune.spearman["theory"].ci95)),
-        "lowest": {"head": order[0], **{s: (low.drop[s], low.drop_se[s]) for s in EVAL_SETS}},
-        "two_lowest": {"heads": tuple(two.heads), **{s: (two.drop[s], two.drop_se[s]) for s in EVAL_SETS}},
-        "scores": dict(prune.scores),
-        "single_drops": {k: (v.drop["test"], v.drop_se["test"]) for k, v in prune.singles.items()},
-        "claims": {c["id"]: bool(c["passed"]) for c in claims},
-        "claim_text": {c["id"]: c["claim"] for c in claims},
-        "claim_details": {c["id"]: c["detail"] for c in claims},
-        "limit": limit_gaps(theory),
-    }
+        best_step=best.get("step"),
+        theory_minus_gp={s: (paired[s]["diff"], paired[s]["se"]) for s in EVAL_SETS},
+        theory_tau=float(np.asarray(selected["theory"].tau).ravel()[0]),
+        gp_tau=float(selected["gp"].tau),
+        spearman=(prune.spearman["theory"].rho, tuple(prune.spearman["theory"].ci95)),
+        lowest={"head": order[0], **{s: (low.drop[s], low.drop_se[s]) for s in EVAL_SETS}},
+        two_lowest={"heads": tuple(two.heads), **{s: (two.drop[s], two.drop_se[s]) for s in EVAL_SETS}},
+        scores=dict(prune.scores),
+        single_drops={k: (v.drop["test"], v.drop_se["test"]) for k, v in prune.singles.items()},
+        claims={c["id"]: bool(c["passed"]) for c in claims},
+        claim_text={c["id"]: c["claim"] for c in claims},
+        claim_details={c["id"]: c["detail"] for c in claims},
+        limit=limit_gaps(theory),
+    )
 
 
 def limit_gaps(theory: OneShotResult) -> dict:
@@ -112,20 +154,20 @@ def limit_gaps(theory: OneShotResult) -> dict:
     }
 
 
-def format_limit(rows: list[dict]) -> str:
+def format_limit(rows: list[NetworkRow]) -> str:
     """Per network, the largest ``abs(theory - GP)`` at the largest width (set, temperature), the same cell
     at the next width, and the largest gap over the other temperatures, as text within 80 columns."""
     if not rows:
         return ""
-    n1, n0 = rows[0]["limit"]["widths"][::-1]
+    n1, n0 = rows[0].limit["widths"][::-1]
     lines = [
         "largest |theory - GP| (points) at the largest width, where it sits (set, tau),",
         "the same cell one width down, and the largest over the other temperatures:",
         f"{'seed':>4}  {'set':<13}{'tau':>6}{f'N={n1}':>9}{f'N={n0}':>8}{'other taus':>12}",
     ]
     for r in rows:
-        s, tau, g1, g0 = r["limit"]["worst"]
-        lines.append(f"{r['seed']:>4}  {s:<13}{tau:>6g}{g1:>9.1f}{g0:>8.1f}{r['limit']['worst_above']:>12.1f}")
+        s, tau, g1, g0 = r.limit["worst"]
+        lines.append(f"{r.seed:>4}  {s:<13}{tau:>6g}{g1:>9.1f}{g0:>8.1f}{r.limit['worst_above']:>12.1f}")
     return "\n".join(lines)
 
 
@@ -156,16 +198,16 @@ def format_accuracies(records: dict) -> str:
     return "\n".join(lines)
 
 
-def _quantities(row: dict) -> dict:
-    q = {f"accuracy {_SHORT[s]}": row["accuracy"][s][0] for s in EVAL_SETS}
-    q |= {f"theory - GP {_SHORT[s]}": row["theory_minus_gp"][s][0] for s in EVAL_SETS}
-    q["Spearman(score, drop)"] = row["spearman"][0]
-    q |= {f"lowest head drop {_SHORT[s]}": row["lowest"][s][0] for s in EVAL_SETS}
-    q |= {f"two lowest drop {_SHORT[s]}": row["two_lowest"][s][0] for s in EVAL_SETS}
+def _quantities(row: NetworkRow) -> dict:
+    q = {f"accuracy {_SHORT[s]}": row.accuracy[s][0] for s in EVAL_SETS}
+    q |= {f"theory - GP {_SHORT[s]}": row.theory_minus_gp[s][0] for s in EVAL_SETS}
+    q["Spearman(score, drop)"] = row.spearman[0]
+    q |= {f"lowest head drop {_SHORT[s]}": row.lowest[s][0] for s in EVAL_SETS}
+    q |= {f"two lowest drop {_SHORT[s]}": row.two_lowest[s][0] for s in EVAL_SETS}
     return q
 
 
-def spread(rows: list[dict]) -> dict:
+def spread(rows: list[NetworkRow]) -> dict:
     """``{quantity: {"mean", "sd", "min", "max", "n"}}`` over the networks (``sd`` with ddof = 1; NaN for a
     single network)."""
     if not rows:
@@ -184,17 +226,17 @@ def spread(rows: list[dict]) -> dict:
     return out
 
 
-def claim_tally(rows: list[dict]) -> dict:
+def claim_tally(rows: list[NetworkRow]) -> dict:
     """``{claim id: {"holds", "of", "seeds_failing", "claim"}}``: on how many of the networks each claim was
     evaluated and held (a claim is evaluated where its inputs exist: I3 and I4 need posterior samples)."""
     tally = {}
     for r in rows:
-        for cid, ok in r["claims"].items():
-            t = tally.setdefault(cid, {"holds": 0, "of": 0, "seeds_failing": [], "claim": r["claim_text"][cid]})
+        for cid, ok in r.claims.items():
+            t = tally.setdefault(cid, {"holds": 0, "of": 0, "seeds_failing": [], "claim": r.claim_text[cid]})
             t["of"] += 1
             t["holds"] += int(ok)
             if not ok:
-                t["seeds_failing"].append(r["seed"])
+                t["seeds_failing"].append(r.seed)
     return tally
 
 
@@ -202,16 +244,16 @@ def _pm(v, se, digits=1) -> str:
     return f"{v:.{digits}f}±{se:.{digits}f}"
 
 
-def format_rows(rows: list[dict], part: str = "theory") -> str:
+def format_rows(rows: list[NetworkRow], part: str = "theory") -> str:
     """The per-network table as text within 80 columns.  ``part="theory"``: accuracies (precise sets) and
     theory - GP (paired, smallest width, validation-selected temperatures); ``"pruning"``: Spearman(score,
     drop) with its bootstrap interval, the lowest-scoring head and its drops, the two lowest pruned together."""
     if part == "theory":
         lines = [f"{'seed':>4} {'prec.':<8}{'acc ID':>10}{'MNIST':>10}{'FMNIST':>10} theory-GP  ID / MNIST / FMNIST"]
         for r in rows:
-            a, g = r["accuracy"], r["theory_minus_gp"]
+            a, g = r.accuracy, r.theory_minus_gp
             lines.append(
-                f"{r['seed']:>4} {r['precision']:<8}"
+                f"{r.seed:>4} {r.precision:<8}"
                 + "".join(f"{_pm(a[s][0], a[s][1]):>10}" for s in EVAL_SETS)
                 + " "
                 + " / ".join(f"{g[s][0]:+.1f}±{g[s][1]:.1f}" for s in EVAL_SETS)
@@ -221,10 +263,10 @@ def format_rows(rows: list[dict], part: str = "theory") -> str:
         raise ValueError(f"part must be 'theory' or 'pruning', got {part!r}")
     lines = [f"{'seed':>4} {'Spearman [95%]':<19}{'lowest':<7}{'drop ID':>9}{'FMNIST':>7}  two lowest: ID / FMNIST"]
     for r in rows:
-        rho, ci = r["spearman"]
-        lo, two = r["lowest"], r["two_lowest"]
+        rho, ci = r.spearman
+        lo, two = r.lowest, r.two_lowest
         lines.append(
-            f"{r['seed']:>4} {rho:+.2f} [{ci[0]:+.2f},{ci[1]:+.2f}]  {lo['head']:<7}"
+            f"{r.seed:>4} {rho:+.2f} [{ci[0]:+.2f},{ci[1]:+.2f}]  {lo['head']:<7}"
             f"{lo['test'][0]:>+9.1f}{lo['FashionMNIST'][0]:>+7.1f}  {','.join(two['heads'])}: "
             f"{two['test'][0]:+.1f}±{two['test'][1]:.1f} / {two['FashionMNIST'][0]:+.1f}"
         )
@@ -237,7 +279,7 @@ _GROUPS = {
 }
 
 
-def format_spread(rows: list[dict], part: str = "theory") -> str:
+def format_spread(rows: list[NetworkRow], part: str = "theory") -> str:
     """Mean, standard deviation and range over the networks of the ``part`` ("theory": accuracies and
     theory - GP; "pruning": Spearman and drops) quantities, with the reference's value where it has one."""
     if part not in _GROUPS:
@@ -258,7 +300,7 @@ def format_spread(rows: list[dict], part: str = "theory") -> str:
     return "\n".join(lines)
 
 
-def format_tally(rows: list[dict], prefix: str = "") -> str:
+def format_tally(rows: list[NetworkRow], prefix: str = "") -> str:
     """Each claim whose id starts with ``prefix`` as "holds on k of n" (the seeds where it fails in brackets)."""
     lines = []
     for cid, t in claim_tally(rows).items():

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention_paths.runs import ensemble as ensemble_runs
+from attention_paths.runs import committed_ensemble as ensemble_runs
 from attention_paths.tasks.omniglot import checkpoints, recipe
 from attention_paths.tasks.omniglot import data as om
 from attention_paths.tasks.omniglot import training as tr

@@ -169,7 +169,7 @@ def network_config(name: str) -> TrainConfig:
     ``"quick"`` (4,000 steps) and ``"paper"`` (the paper's recipe, seed 42) are the book's two networks;
     ``"paper-seed<k>"`` (k = 1..4) is the paper's recipe with training seed ``k`` (initial weights,
     label-embedding table and data order), a member of the ensemble of
-    :mod:`attention_paths.tasks.omniglot.ensemble`; ``"paper-bf16"`` is ``"paper"`` trained in bfloat16
+    :mod:`attention_paths.tasks.omniglot.members`; ``"paper-bf16"`` is ``"paper"`` trained in bfloat16
     mixed precision; ``"paper-2x8"`` (2 layers x 8 heads, G = 64) and ``"paper-3x3"`` (3 layers x 3 heads,
     G = 128) are the reference's other two architectures trained with the same recipe.  The seed is the
     configuration's field, never read from the name.  Committed files live in :func:`network_dir`.

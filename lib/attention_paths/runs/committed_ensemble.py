@@ -22,7 +22,7 @@ from attention_paths.tasks.omniglot.checkpoints import (
     read_resume_state,
     seal_network_folder,
 )
-from attention_paths.tasks.omniglot.ensemble import ENSEMBLE_SEEDS, member_name
+from attention_paths.tasks.omniglot.members import ENSEMBLE_SEEDS, member_name
 from attention_paths.tasks.omniglot.recipe import TRAIN_CONFIGS, network, network_config, network_dir
 
 __all__ = [

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from attention_paths.tasks.omniglot import checkpoints, recipe
-from attention_paths.tasks.omniglot import ensemble as en
+from attention_paths.tasks.omniglot import members as en
 from attention_paths.tasks.omniglot import training as tr
 from attention_paths.tasks.omniglot.episodes import Episodes
 
