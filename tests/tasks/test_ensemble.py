@@ -269,3 +269,17 @@ def test_a_row_is_a_typed_record_with_its_temperatures():
     d = row.as_dict()
     assert list(d) == [f.name for f in dataclasses.fields(ensemble.NetworkRow)] and d["seed"] == 42
     assert json.loads(json.dumps(d))["lowest"]["head"] == row.lowest["head"]
+
+
+def test_load_run_of_a_required_run_names_the_missing_folder(tmp_path):
+    """Issue 37 §4: a misspelt folder asked for by name is an error naming it (with the near names beside it);
+    without ``required`` a run not computed is still ``None``."""
+    shutil.copytree(DATA / "pruning" / "paper-network", tmp_path / "paper-network")
+    with pytest.raises(FileNotFoundError, match=r"paper-netwrok does not exist; did you mean paper-network\?"):
+        experiments.load_run(tmp_path / "paper-netwrok", "pruning", required=True)
+    assert experiments.load_run(tmp_path / "paper-netwrok", "pruning") is None
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"empty holds no pruning run \(no summary.json\)"):
+        experiments.load_run(tmp_path / "empty", "pruning", required=True)
+    copy = experiments.load_run(tmp_path / "paper-network", "pruning", required=True)
+    assert copy.order == experiments.load_run(DATA / "pruning" / "paper-network", "pruning").order

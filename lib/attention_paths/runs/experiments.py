@@ -6,6 +6,7 @@ uses (:func:`trained_network`)."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import time
 from pathlib import Path
@@ -100,11 +101,12 @@ def hmc_samples(res) -> dict:
     return {key: r.samples for key, r in res.sampled.items()}
 
 
-def load_run(folder, experiment: str):
+def load_run(folder, experiment: str, *, required: bool = False):
     """An experiment's results folder (``python -m attention_paths <experiment> --out folder``, or committed
     under ``data/``), checked and assembled for the chapters by the experiment's reader (its record's
-    ``reader``); ``None`` when ``folder/summary.json`` does not exist.  A damaged run, or one of another
-    experiment, raises ``ValueError``.
+    ``reader``); ``None`` when ``folder/summary.json`` does not exist ("not computed"), unless ``required``:
+    then a ``FileNotFoundError`` naming the folder (and the folders beside it of similar names).  A damaged
+    run, or one of another experiment, raises ``ValueError``.
 
     * ``hmc``: a :class:`~attention_paths.tasks.markov.HMCResult`;
     * ``omniglot-theory``: a :class:`~attention_paths.tasks.oneshot.OneShotResult`;
@@ -115,12 +117,23 @@ def load_run(folder, experiment: str):
         raise ValueError(f"no reader for experiment {experiment!r}; choose from {readable}")
     loaded = results.read_run(folder, experiment)
     if loaded is None:
+        if required:
+            raise FileNotFoundError(_missing_run(Path(folder), experiment))
         return None
     summary, arrays = loaded
     try:
         return EXPERIMENTS[experiment].resolve("reader")(Path(folder), summary, arrays)
     except (KeyError, TypeError, AttributeError) as err:
         raise ValueError(f"{experiment} run in {folder} is incomplete or corrupted ({err!r})") from None
+
+
+def _missing_run(folder: Path, experiment: str) -> str:
+    """Why a required run was not found: no folder (misspelt? with the nearest names beside it) or no summary."""
+    if folder.is_dir():
+        return f"{folder} holds no {experiment} run (no {results.SUMMARY})"
+    near = difflib.get_close_matches(folder.name, [p.name for p in folder.parent.glob("*")], n=3)
+    hint = f"; did you mean {', '.join(near)}?" if near else ""
+    return f"no {experiment} run: the folder {folder} does not exist{hint}"
 
 
 def stage_network(folder: Path):
