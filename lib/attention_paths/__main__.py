@@ -140,7 +140,7 @@ def _main(args, parser) -> int:
 
 def _train(args, scale, out) -> int:
     """``omniglot-train``: train the network of ``--network`` (or the scale's) into ``out``, under its lock."""
-    from attention_paths.tasks.omniglot.recipe import config_for
+    from attention_paths.tasks.omniglot.recipe import config_for, network_precision
 
     with results_lock(out):
         # loaded here, after the arguments are checked: torch and the training code take seconds to import
@@ -153,7 +153,7 @@ def _train(args, scale, out) -> int:
             out,
             progress=not args.quiet,
             max_steps=args.max_steps,
-            precision=args.precision,
+            precision=args.precision or network_precision(args.network or scale),
             threads=args.threads,
             resume_from=args.resume_from,
         )

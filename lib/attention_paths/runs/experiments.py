@@ -17,7 +17,7 @@ from attention_paths.runs import results
 from attention_paths.runs.lock import results_lock
 from attention_paths.runs.registry import EXPERIMENTS, Experiment
 from attention_paths.tasks.omniglot import checkpoints, training
-from attention_paths.tasks.omniglot.recipe import network_config
+from attention_paths.tasks.omniglot.recipe import network_config, network_dir
 
 __all__ = [
     "EXPERIMENTS",
@@ -49,7 +49,7 @@ def require_network(exp: Experiment, scale: str | None, network: str | None, tra
         return
     steps = network_config(name).steps
     raise FileNotFoundError(
-        f"network {name!r} is not committed (no {config.repo_data_dir() / f'omniglot-{name}'}/model.pt), and "
+        f"network {name!r} is not committed (no {network_dir(name)}/model.pt), and "
         f"training it takes {steps:,} steps: train it with `python -m attention_paths omniglot-train --network "
         f"{name} --out DIR` and commit it, or pass --train-missing to train it here"
     )

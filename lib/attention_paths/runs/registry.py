@@ -212,9 +212,8 @@ THREADS = Option("--threads", "CPU threads of each training (default: every core
 PRECISION = Option(
     "--precision",
     "auto = 16-bit mixed precision on a GPU, float32 on a CPU; bfloat16 autocast is about 2x faster on CPUs with "
-    "AVX512-BF16",
+    "AVX512-BF16 (default: the network's registered precision, auto but for paper-bf16)",
     choices=("auto", "float32", "bfloat16", "float16"),
-    default="auto",
 )
 
 WORKERS = Option(
