@@ -260,3 +260,28 @@ def test_an_edited_unpacked_label_file_without_its_gz_is_detected(tmp_path):
     labels.write_bytes(bytes(data))
     with pytest.raises(om.DatasetDamagedError, match=r"t10k-labels-idx1-ubyte is damaged: its SHA-256 .* official"):
         om.load_ood("MNIST", root=tmp_path, download=False)
+
+
+@pytest.mark.parametrize(
+    "argv, precision",
+    [
+        (["--network", "paper-bf16"], "bfloat16"),
+        (["--network", "paper-seed1"], "auto"),
+        (["--network", "paper-bf16", "--precision", "float32"], "float32"),
+    ],
+)
+def test_omniglot_train_uses_the_registered_precision(tmp_path, monkeypatch, argv, precision):
+    """`omniglot-train --network NAME` trains the registry entry: its configuration and its precision, unless
+    --precision says otherwise (a resume in another precision is then refused by train itself)."""
+    from attention_paths.__main__ import main
+
+    seen = {}
+
+    def fake_train(cfg, out, **kwargs):
+        seen.update(cfg=cfg, **kwargs)
+        return {"history": []}
+
+    monkeypatch.setattr(tr, "train", fake_train)
+    assert main(["omniglot-train", *argv, "--out", str(tmp_path / "t"), "--quiet"]) == 0
+    name = argv[1]
+    assert seen["precision"] == precision and seen["cfg"] == recipe.network_config(name)
