@@ -179,3 +179,224 @@ def test_omniglot_train_trains_the_named_network(tmp_path, monkeypatch, argv, ex
     assert main(["omniglot-train", *argv, "--out", str(tmp_path / "t"), "--quiet"]) == 0
     cfg = seen["cfg"]
     assert {k: getattr(cfg, k) for k in expected} == expected and cfg.steps == 41_240
+
+
+# ------------------------------------------------------------------------------------------ issue 35 §7, 37 §3, §5
+def _help(capsys, command) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_each_subcommand_lists_only_its_own_options(capsys):
+    """Issue 35 §7: ``hmc --help`` lists what hmc takes, and not the options of training or reproduce."""
+    hmc = _help(capsys, "hmc")
+    assert all(f in hmc for f in ("--scale", "--out", "--cpu-devices", "--save-samples", "--device"))
+    assert not any(f in hmc for f in ("--seeds", "--retrain", "--network", "--max-steps", "--workers", "--sampling"))
+    train = _help(capsys, "omniglot-train")
+    assert all(f in train for f in ("--seed ", "--network", "--max-steps", "--resume-from", "--precision"))
+    assert not any(f in train for f in ("--seeds", "--sampling", "--no-sample", "--save-samples", "--workers"))
+    theory = _help(capsys, "omniglot-theory")
+    assert all(f in theory for f in ("--network", "--train-missing", "--no-sample", "--sampling", "--sampler"))
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listing = capsys.readouterr().out
+    from attention_paths.runs.registry import COMMANDS, EXPERIMENTS
+
+    assert all(name in listing and e.help[:30] in " ".join(listing.split()) for name, e in EXPERIMENTS.items())
+    assert all(name in listing for name in COMMANDS)
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["omniglot-train", "--seeds", "1"], "omniglot-train does not take --seeds (ensemble takes it)"),
+        (["hmc", "--retrain"], "hmc does not take --retrain (reproduce takes it)"),
+        (["ensemble", "--seed", "1"], "ensemble does not take --seed (omniglot-train takes it)"),
+        (
+            ["theory", "--network", "paper"],
+            "theory does not take --network (omniglot-theory, omniglot-train, pruning, ",
+        ),
+        (["reproduce", "--net", "paper"], "reproduce does not take --net;"),  # no abbreviation of --network
+        (["omniglot-train", "--max", "3"], "omniglot-train does not take --max;"),  # nor of --max-steps
+    ],
+)
+def test_an_option_the_command_does_not_take_is_an_error_naming_it(tmp_path, capsys, monkeypatch, argv, named):
+    """Issue 37 §5: ``omniglot-train --seeds 1`` (meant ``--seed``) trained seed 42; now any option the command
+    does not take, or an abbreviation, stops before anything runs, naming it and the commands that take it."""
+    from attention_paths.tasks.omniglot import training
+
+    monkeypatch.setattr(training, "train", lambda *a, **k: pytest.fail("trained despite a wrong option"))
+    err = _error(capsys, [*argv, "--out", str(tmp_path / "o")])
+    assert named in err and err.strip().splitlines()[-1].startswith(f"python -m attention_paths {argv[0]}: error:")
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_command_line_derives_from_the_experiment_records():
+    """Issue 35 §1: every experiment of the registry is a subcommand with exactly its record's options (and the
+    common ones); each option's keyword is a parameter of the run function; every function a record names
+    exists; ``runs.experiments`` serves the same records."""
+    import inspect
+
+    from attention_paths.__main__ import SUBCOMMANDS, _parser, _subparser
+    from attention_paths.runs import experiments
+    from attention_paths.runs.registry import COMMON_OPTIONS, EXPERIMENTS, resolve
+
+    assert experiments.EXPERIMENTS is EXPERIMENTS and set(EXPERIMENTS) < set(SUBCOMMANDS)
+    parser = _parser()
+    for name, exp in EXPERIMENTS.items():
+        flags = {f for a in _subparser(parser, name)._actions for f in a.option_strings} - {"-h", "--help"}
+        assert flags == {o.flag for o in COMMON_OPTIONS + exp.options}, name
+        run = exp.resolve("run")
+        params = inspect.signature(run).parameters
+        assert {"progress"} | {o.keyword for o in exp.options if o.keyword} <= set(params), name
+        assert set(exp.resolve("configs")) == {"quick", "paper"}, name
+        assert isinstance(exp.resolve("result"), type), name
+        for field in ("summary", "reader", "claims", "stored", "samples"):
+            assert getattr(exp, field) is None or callable(exp.resolve(field)), (name, field)
+        assert all(callable(resolve(t)) for t in exp.tables), name
+        assert exp.headline and "wall_seconds" in exp.headline, name
+    with pytest.raises(ValueError, match="unknown experiment 'omniglot-train'"):
+        experiments.run_experiment("omniglot-train")
+
+
+def test_the_printed_headline_is_the_summary_without_its_bulk(tmp_path, monkeypatch, capsys):
+    """The command line runs the record's run and summary functions, writes the whole summary and prints the
+    record's headline keys of it, in the summary's order."""
+    import json
+
+    import numpy as np
+
+    from attention_paths.runs import results
+    from attention_paths.tasks import toy
+
+    summary = {"experiment": "theory", "scale": "quick", "config": {"P": 1}, "per_width": [{"N": 10.0}]}
+    summary |= {"gp_accuracy_percent": 81.5, "gp_generalization_error": 0.25, "solve_seconds": 1.5}
+    monkeypatch.setattr(toy, "theory_demo", lambda scale, progress: ("result of", scale, progress))
+    monkeypatch.setattr(toy, "theory_summary", lambda res: (dict(summary, seen=list(res)), {"x": np.arange(3.0)}))
+    assert main(["theory", "--scale", "paper", "--out", str(tmp_path), "--quiet"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert list(printed) == ["experiment", "scale", "gp_accuracy_percent", "gp_generalization_error", "solve_seconds",
+                             "wall_seconds"]  # fmt: skip
+    assert printed["gp_accuracy_percent"] == 81.5 and printed["scale"] == "quick"  # the summary's own values
+    stored, arrays = results.read(tmp_path)
+    assert stored["seen"] == ["result of", "paper", False] and stored["per_width"] == [{"N": 10.0}]
+    assert "provenance" in stored and stored["wall_seconds"] == printed["wall_seconds"]
+    np.testing.assert_array_equal(arrays["x"], [0.0, 1.0, 2.0])
+
+
+@pytest.mark.parametrize("command", ["theory", "posterior", "hmc", "omniglot-theory", "pruning", "omniglot-train"])
+def test_every_command_that_writes_a_folder_takes_its_lock(tmp_path, capsys, monkeypatch, command):
+    """Issue 37 §3: a second run on a folder another run holds stops at once, naming the holder (pid and
+    command), before anything is computed."""
+    from attention_paths.runs.lock import results_lock
+    from attention_paths.tasks.omniglot import training
+
+    monkeypatch.setattr(training, "train", lambda *a, **k: pytest.fail("trained in a locked folder"))
+    out = tmp_path / "o"
+    with results_lock(out, command="python -m attention_paths theory --out o (the first run)"):
+        assert main([command, "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"results folder {out} is in use by another run" in err
+    assert f"pid {os.getpid()}," in err and "command: python -m attention_paths theory --out o (the first run)" in err
+    assert sorted(p.name for p in out.iterdir()) == [".lock"]  # nothing written
+
+
+def test_two_processes_on_one_output_folder(tmp_path):
+    """Issue 37 §3: `theory` started while another process holds the folder exits 2 at once naming that
+    process; once the holder is gone, the folder is free."""
+    out = tmp_path / "o"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys\nfrom attention_paths.runs.lock import results_lock\n"
+            f"with results_lock({str(out)!r}):\n    print('held', flush=True)\n    sys.stdin.readline()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for command in ("theory", "omniglot-train"):
+            second = _run([command, "--out", str(out), "--quiet"])
+            assert second.returncode == 2 and "Traceback" not in second.stderr, second.stderr
+            line = second.stderr.strip().splitlines()[-1]
+            assert "in use by another run (host " in line and f"pid {holder.pid}," in line and "command: " in line
+            assert not (out / "summary.json").exists() and not (out / "last.pt").exists()
+    finally:
+        holder.communicate("\n", timeout=60)  # releases the lock, and closes the pipes
+    from attention_paths.runs.lock import results_lock
+
+    with results_lock(out):  # the lock went with the process
+        pass
+
+
+@pytest.mark.parametrize("command", ["omniglot-theory", "pruning"])
+def test_a_network_that_is_not_committed_is_trained_only_when_asked(tmp_path, capsys, monkeypatch, command):
+    """Issue 37 §5: ``--network`` of a registered network that is not committed (paper-2x8 holds only its
+    resumable state) is an error naming the network and the command that trains it, unless --train-missing;
+    an unregistered one (paper-seed7) is an argument error."""
+    from attention_paths.tasks.omniglot import training
+    from attention_paths.tasks.oneshot import experiment as oneshot_experiment
+    from attention_paths.tasks.pruning import experiment as pruning_experiment
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("the network would be trained here")
+
+    monkeypatch.setattr(training, "train", no_training)
+    for module in (oneshot_experiment, pruning_experiment):
+        monkeypatch.setattr(module, "load_network", no_training)
+    out = tmp_path / "o"
+    assert main([command, "--network", "paper-2x8", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "network 'paper-2x8' is not committed" in err
+    assert "41,240 steps" in err and "python -m attention_paths omniglot-train --network paper-2x8" in err
+    assert "--train-missing" in err and not (out / "summary.json").exists()
+    with pytest.raises(AssertionError, match="would be trained here"):  # asked: it goes on to train
+        main([command, "--network", "paper-2x8", "--train-missing", "--out", str(out), "--quiet"])
+    assert "unknown network 'paper-seed7'" in _error(capsys, [command, "--network", "paper-seed7"])
+
+
+def _checkout_with(tmp_path, name: str) -> Path:
+    """A checkout (for ``ATTENTION_PATHS_REPO``) whose ``data/`` holds a copy of committed network ``name``."""
+    import shutil
+
+    root = tmp_path / "checkout"
+    (root / "lib" / "attention_paths").mkdir(parents=True)
+    (root / "_config.yml").write_text("title: test\n")
+    shutil.copytree(ROOT / "data" / f"omniglot-{name}", root / "data" / f"omniglot-{name}")
+    (root / "data" / "README.md").write_text("test\n")
+    return root
+
+
+def test_ensemble_status_on_a_damaged_network_record_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
+    """Issue 37 §5: ``ensemble --status`` on a damaged committed ``record.json`` (edited in place; not JSON;
+    without its SHA-256), its seal rewritten to match in the last two, is one line naming the file, exit 2."""
+    from attention_paths.tasks.omniglot.checkpoints import seal_network_folder
+
+    root = _checkout_with(tmp_path, "paper-seed1")
+    folder = root / "data" / "omniglot-paper-seed1"
+    record = folder / "record.json"
+    text = record.read_text()
+    record.write_text(text.replace('"sha256"', '"sha257"', 1))  # same size, the seal not rewritten
+    argv = ["ensemble", "--status", "--seeds", "1", "--out", str(tmp_path / "out")]
+    out = _run(argv, ATTENTION_PATHS_REPO=str(root))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"python -m attention_paths: error: {record} is damaged or was edited: its SHA-256 differs from the one in "
+        f"{folder / 'files.json'} (--debug shows the traceback)"
+    ]
+    monkeypatch.setenv("ATTENTION_PATHS_REPO", str(root))
+    for damaged, problem in ((text[:100], "is damaged (not valid JSON"), (text.replace('"exported"', '"x"', 1), "")):
+        record.write_text(damaged)
+        seal_network_folder(folder, reason="test: damaged together with its seal")
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and str(record) in err and problem in err, err
+    record.write_text(text)
+    seal_network_folder(folder)
+    assert main(argv) == 0 and "paper-seed1.train" in capsys.readouterr().out  # the repaired folder is read

@@ -212,6 +212,47 @@ def test_grid_columns_computed_apart_merge_into_the_full_grid():
         osh.run_oneshot("quick", sample=False, data=data, grid=osh.merge_grids(parts[:2]))
 
 
+def test_a_grid_column_file_round_trips_exactly(tmp_path):
+    """The grid's file format (``grid-tau<t>/grid.npz``) lives beside the grid code: save_grid then load_grid
+    gives the column back bit for bit, and merging reloaded columns equals merging the live ones."""
+    from attention_paths.tasks import oneshot as osh
+    from attention_paths.tasks.oneshot.grid import load_grid, save_grid
+
+    data = _oneshot_data()
+    parts = [osh.theory_grid(data, [10, 100], [t]) for t in (0.25, 1.0)]
+    for i, part in enumerate(parts):
+        save_grid(part, tmp_path / f"g{i}.npz")
+    back = [load_grid(tmp_path / f"g{i}.npz") for i in range(2)]
+    for live, reloaded in zip(parts, back):
+        assert reloaded["seconds"] == live["seconds"] and reloaded["accuracy"].keys() == live["accuracy"].keys()
+        for k in ("widths", "taus", "U"):
+            np.testing.assert_array_equal(reloaded[k], live[k])
+        np.testing.assert_array_equal(reloaded["solver"]["n_iter"], live["solver"]["n_iter"])
+    merged, merged_back = osh.merge_grids(parts), osh.merge_grids(back)
+    np.testing.assert_array_equal(merged_back["U"], merged["U"])
+    for s in merged["accuracy"]:
+        np.testing.assert_array_equal(merged_back["accuracy"][s], merged["accuracy"][s])
+
+
+def test_reproduce_and_ensemble_share_one_network_chain():
+    """Issue 35 §5: ``reproduce`` and ``ensemble`` build a network's stages with the one
+    :func:`~attention_paths.runs.stages.network_chain`: the ensemble's ``paper.`` group is reproduce's
+    paper-scale chain under a prefix, without the sampling stages (settings, dependencies and GPU flags equal)."""
+    repro = {s.name: s for s in stages.reproduction_stages("paper")}
+    ens = {s.name[len("paper.") :]: s for s in stages.ensemble_stages((42,)) if s.name.startswith("paper.")}
+    samples = {n for n in repro if n.startswith("sample-N")}
+    assert samples == {"sample-N10"} and set(ens) == set(repro) - samples - {"data", "theory", "posterior", "hmc"}
+    for name, s in ens.items():
+        r = repro[name]
+        assert (s.func, s.gpu, s.code, s.prefix) == (r.func, r.gpu, r.code, "paper."), name
+        assert tuple(d.removeprefix("paper.") for d in s.deps) == tuple(d for d in r.deps if d not in samples)
+        assert s.params == r.params, name  # so a network's results are the same in either
+    assert ens["train"].options == {"threads": None} and repro["train"].options == {}
+    # the self-contained experiments are the registry's, each one stage
+    assert sorted(n for n in repro if n in EXPERIMENTS) == sorted(EXPERIMENTS)
+    assert all(repro[n].gpu == EXPERIMENTS[n].gpu for n in ("theory", "posterior", "hmc"))
+
+
 def test_reproduction_stages_form_the_documented_graph():
     from attention_paths.runs.stages import reproduction_stages
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from attention_paths import sampling
 from attention_paths.base import config
-from attention_paths.base.io import atomic_savez, atomic_write_json, load_npz
+from attention_paths.base.io import atomic_savez, atomic_write_json
 from attention_paths.base.provenance import hardware, import_closure
 from attention_paths.runs import results
 from attention_paths.runs.experiments import load_run, stage_network
@@ -56,6 +56,7 @@ from attention_paths.tasks.oneshot import (
     theory_grid,
     with_budget,
 )
+from attention_paths.tasks.oneshot.grid import load_grid, save_grid
 from attention_paths.tasks.pruning import PRUNING_EXPERIMENT, pruning_summary, run_pruning
 
 __all__ = [
@@ -138,39 +139,12 @@ def stage_export(ctx: StageContext) -> dict:
     return {"sets": {k: int(len(v)) for k, v in data.y.items()}, "network_sha256": record["sha256"]}
 
 
-def _save_grid(grid: dict, path: Path):
-
-    atomic_savez(
-        path,
-        widths=grid["widths"],
-        taus=grid["taus"],
-        U=grid["U"],
-        seconds=np.array(grid["seconds"]),
-        grad_max=grid["solver"]["grad_max"],
-        n_iter=grid["solver"]["n_iter"],
-        **{f"accuracy/{s}": a for s, a in grid["accuracy"].items()},
-    )
-
-
-def _load_grid(path: Path) -> dict:
-
-    a = load_npz(path)
-    return {
-        "widths": a["widths"],
-        "taus": a["taus"],
-        "U": a["U"],
-        "seconds": float(a["seconds"]),
-        "solver": {"grad_max": a["grad_max"], "n_iter": a["n_iter"]},
-        "accuracy": {k.split("/", 1)[1]: v for k, v in a.items() if k.startswith("accuracy/")},
-    }
-
-
 def stage_grid(ctx: StageContext) -> dict:
     """One temperature column of the theory grid (all widths, by continuation)."""
 
     data = load_oneshot_data(ctx.inputs["export"] / "oneshot_data.npz")
     grid = theory_grid(data, ctx.params["widths"], [ctx.params["tau"]], ctx.progress)
-    _save_grid(grid, ctx.out / "grid.npz")
+    save_grid(grid, ctx.out / "grid.npz")
     return {"seconds": grid["seconds"], "max_grad": float(grid["solver"]["grad_max"].max())}
 
 
@@ -187,7 +161,7 @@ def stage_sample(ctx: StageContext) -> dict:
 def _oneshot_result(ctx: StageContext, with_samples: bool) -> dict:
 
     data = load_oneshot_data(ctx.inputs["export"] / "oneshot_data.npz")
-    grid = merge_grids([_load_grid(ctx.inputs[d] / "grid.npz") for d in ctx.inputs if d.startswith("grid-tau")])
+    grid = merge_grids([load_grid(ctx.inputs[d] / "grid.npz") for d in ctx.inputs if d.startswith("grid-tau")])
     samples = (
         {
             int(d.split("-N", 1)[1]): sampling.load_samples(ctx.inputs[d] / "samples.npz")
@@ -244,10 +218,87 @@ def stage_experiment(ctx: StageContext) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ the pipeline
+def _committed_sha(network: str) -> str | None:
+    """The SHA-256 of the committed network :func:`~attention_paths.tasks.omniglot.recipe.network_dir` (part of
+    the train stage's key), or ``None`` when none is committed; a damaged folder (``record.json``, its seal,
+    ``model.pt``) raises ``ValueError`` naming the file (:func:`~attention_paths.tasks.omniglot.checkpoints.
+    committed_checkpoint`)."""
+    committed = committed_checkpoint(network)
+    return None if committed is None else committed[1]["exported"]["sha256"]
+
+
+def network_chain(
+    network: str,
+    scale: str,
+    cfg: dict,
+    *,
+    prefix: str = "",
+    retrain: bool = False,
+    sample: bool = True,
+    options: dict | None = None,
+) -> list[Stage]:
+    """The stages of one trained network, used by :func:`reproduction_stages` and :func:`ensemble_stages`:
+    ``train`` (needs the ``data`` stage), ``export``, one ``grid-tau<t>`` per temperature, one ``sample-N<n>``
+    per sampling width (with ``sample``), ``omniglot-theory`` and ``pruning``; each name (and dependency)
+    after ``prefix``.
+
+    ``cfg``: the Omniglot theory's settings (:data:`~attention_paths.tasks.oneshot.ONESHOT_EXPERIMENT`, as a
+    dict, its ``network`` set); ``retrain``: train even when a committed checkpoint exists; ``options``: the
+    train stage's run-time options (``threads``), which enter no key.
+    """
+    p = prefix
+    # what the extraction reads (the sampler budget must not invalidate it)
+    extract_cfg = {k: cfg[k] for k in ("network", "P", "n_eval", "train_batches", "eval_pool")}
+    widths, export = sorted(cfg["widths"]), (p + "export",)
+    grids = [
+        Stage(p + _tau_name(t), stage_grid, {"tau": float(t), "widths": widths}, export, prefix=p)
+        for t in sorted(cfg["taus"])
+    ]
+    sampled = cfg["sampling"]["widths"] if sample else ()
+    samples = [
+        Stage(p + f"sample-N{N}", stage_sample, {"N": int(N), "sampling": cfg["sampling"]}, export, gpu=True, prefix=p)
+        for N in sampled
+    ]
+    committed = None if retrain else _committed_sha(network)
+    common = {"scale": scale, "network": network}
+    train = {"network": network, "retrain": retrain, "committed_sha256": committed}
+    analysed = (p + "train", p + "export", *[g.name for g in grids])
+    return [
+        Stage(p + "train", stage_train, train, ("data",), True, TRAIN_CODE, options or {}, prefix=p),
+        Stage(p + "export", stage_export, {"config": extract_cfg}, (p + "train",), prefix=p),
+        *grids,
+        *samples,
+        Stage(
+            p + "omniglot-theory",
+            stage_oneshot,
+            dict(common, config=cfg),
+            (*analysed, *[s.name for s in samples]),
+            prefix=p,
+        ),
+        Stage(
+            p + "pruning",
+            stage_pruning,
+            dict(
+                common,
+                config=extract_cfg | {k: cfg[k] for k in ("widths", "taus")},
+                pruning=dataclasses.asdict(PRUNING_EXPERIMENT[scale]),
+            ),
+            analysed,
+            prefix=p,
+        ),
+    ]
+
+
+def _data_stage() -> Stage:
+    return Stage("data", stage_data, {"datasets": ["omniglot", "MNIST", "FashionMNIST"]}, code=DATA_CODE)
+
+
 def reproduction_stages(
     scale: str | None = None, *, network: str | None = None, retrain: bool = False, sampling: dict | None = None
 ) -> list[Stage]:
-    """The stages that regenerate every result of the book at ``scale``.
+    """The stages that regenerate every result of the book at ``scale``: ``data``, the trained network's
+    chain (:func:`network_chain`), and one stage per self-contained experiment of
+    :data:`~attention_paths.runs.registry.EXPERIMENTS` (those not computed in the chain).
 
     Parameters
     ----------
@@ -265,51 +316,7 @@ def reproduction_stages(
     cfg = dataclasses.asdict(dataclasses.replace(ONESHOT_EXPERIMENT[scale], network=network))
     if sampling:
         cfg["sampling"] = with_budget(cfg["sampling"], sampling)
-    committed = network_dir(network) / "record.json"
-    committed_sha = (
-        json.loads(committed.read_text())["exported"]["sha256"] if committed.exists() and not retrain else None
-    )
-    # what the extraction reads (the sampler budget must not invalidate it)
-    extract_cfg = {k: cfg[k] for k in ("network", "P", "n_eval", "train_batches", "eval_pool")}
-    grids = [
-        Stage(_tau_name(t), stage_grid, {"tau": float(t), "widths": sorted(cfg["widths"])}, deps=("export",))
-        for t in sorted(cfg["taus"])
-    ]
-    samples = [
-        Stage(f"sample-N{N}", stage_sample, {"N": int(N), "sampling": cfg["sampling"]}, deps=("export",), gpu=True)
-        for N in cfg["sampling"]["widths"]
-    ]
-    common = {"scale": scale, "network": network}
-    stages = [
-        Stage("data", stage_data, {"datasets": ["omniglot", "MNIST", "FashionMNIST"]}, code=DATA_CODE),
-        Stage(
-            "train",
-            stage_train,
-            {"network": network, "retrain": retrain, "committed_sha256": committed_sha},
-            deps=("data",),
-            gpu=True,
-            code=TRAIN_CODE,
-        ),
-        Stage("export", stage_export, {"config": extract_cfg}, deps=("train",)),
-        *grids,
-        *samples,
-        Stage(
-            "omniglot-theory",
-            stage_oneshot,
-            dict(common, config=cfg),
-            deps=("train", "export", *[g.name for g in grids], *[s.name for s in samples]),
-        ),
-        Stage(
-            "pruning",
-            stage_pruning,
-            dict(
-                common,
-                config=extract_cfg | {k: cfg[k] for k in ("widths", "taus")},
-                pruning=dataclasses.asdict(PRUNING_EXPERIMENT[scale]),
-            ),
-            deps=("train", "export", *[g.name for g in grids]),
-        ),
-    ]
+    stages = [_data_stage(), *network_chain(network, scale, cfg, retrain=retrain)]
     for exp in EXPERIMENTS.values():  # the self-contained experiments, one stage each
         if not exp.network_chain:
             stages.append(Stage(exp.name, stage_experiment, {"experiment": exp.name, "scale": scale}, gpu=exp.gpu))
@@ -341,66 +348,20 @@ def ensemble_stages(seeds=None, *, threads: int | None = None) -> list[Stage]:
     """Every network of the ensemble of issue 23 with its paper-size theory and pruning, as stages.
 
     Per seed ``k`` (network ``n`` = :func:`~attention_paths.tasks.omniglot.members.member_name` of ``k``):
-    ``n.train`` (the committed ``data/omniglot-<n>`` when there is one, else the paper's recipe with seed
-    ``k``, resumable, from a committed ``resume.pt`` when there is one; its ``record.json`` holds the precise
-    accuracies), ``n.export``, ``n.grid-tau<t>`` (ten temperature columns), ``n.omniglot-theory`` (no
-    posterior sampling) and ``n.pruning``; then ``ensemble``, the table over all of them.  The seeds are
-    independent, so a Dask cluster trains and analyses them in parallel.  ``threads``: CPU threads per
-    training (not part of the stages' keys).
+    :func:`network_chain` prefixed ``n.``, without posterior sampling: ``n.train`` (the committed
+    ``data/omniglot-<n>`` when there is one, else the paper's recipe with seed ``k``, resumable, from a
+    committed ``resume.pt`` when there is one; its ``record.json`` holds the precise accuracies),
+    ``n.export``, ``n.grid-tau<t>`` (ten temperature columns), ``n.omniglot-theory`` and ``n.pruning``; then
+    ``ensemble``, the table over all of them.  The seeds are independent, so a Dask cluster trains and
+    analyses them in parallel.  ``threads``: CPU threads per training (not part of the stages' keys).
     """
 
     cfg = dataclasses.asdict(ONESHOT_EXPERIMENT["paper"])
-    extract_keys = ("P", "n_eval", "train_batches", "eval_pool")
-    stages = [Stage("data", stage_data, {"datasets": ["omniglot", "MNIST", "FashionMNIST"]}, code=DATA_CODE)]
+    stages = [_data_stage()]
     members = [list(m) for m in ensemble_members(seeds)]
-    for seed, name in members:
-        p = f"{name}."
-        committed = network_dir(name) / "record.json"
-        committed_sha = json.loads(committed.read_text())["exported"]["sha256"] if committed.exists() else None
-        grids = [
-            Stage(
-                p + _tau_name(t),
-                stage_grid,
-                {"tau": float(t), "widths": sorted(cfg["widths"])},
-                deps=(p + "export",),
-                prefix=p,
-            )
-            for t in sorted(cfg["taus"])
-        ]
-        common = {"scale": "paper", "network": name}
-        extract_cfg = {"network": name} | {k: cfg[k] for k in extract_keys}
-        stages += [
-            Stage(
-                p + "train",
-                stage_train,
-                {"network": name, "retrain": False, "committed_sha256": committed_sha},
-                deps=("data",),
-                gpu=True,
-                code=TRAIN_CODE,
-                options={"threads": threads},
-                prefix=p,
-            ),
-            Stage(p + "export", stage_export, {"config": extract_cfg}, deps=(p + "train",), prefix=p),
-            *grids,
-            Stage(
-                p + "omniglot-theory",
-                stage_oneshot,
-                dict(common, config=dict(cfg, network=name)),
-                deps=(p + "train", p + "export", *[g.name for g in grids]),
-                prefix=p,
-            ),
-            Stage(
-                p + "pruning",
-                stage_pruning,
-                dict(
-                    common,
-                    config=extract_cfg | {k: cfg[k] for k in ("widths", "taus")},
-                    pruning=dataclasses.asdict(PRUNING_EXPERIMENT["paper"]),
-                ),
-                deps=(p + "train", p + "export", *[g.name for g in grids]),
-                prefix=p,
-            ),
-        ]
+    for _, name in members:  # a network's stages have the same keys in any ensemble
+        net_cfg = dict(cfg, network=name)
+        stages += network_chain(name, "paper", net_cfg, prefix=f"{name}.", sample=False, options={"threads": threads})
     deps = [f"{n}.{part}" for _, n in members for part in ("train", "omniglot-theory", "pruning")]
     stages.append(Stage("ensemble", stage_ensemble, {"members": members}, deps=tuple(deps)))
     return stages
