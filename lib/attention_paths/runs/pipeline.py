@@ -45,10 +45,10 @@ import dask
 
 from attention_paths.base.provenance import PACKAGE_DIR, code_version, provenance
 from attention_paths.runs import results
-from attention_paths.runs.lock import ResultsFolderLocked, results_lock
+from attention_paths.runs.lock import ResultsFolderLocked, results_lock  # noqa: F401 (the lock was defined here)
 from attention_paths.runs.results import stage_state
 
-__all__ = ["Stage", "StageContext", "stage_keys", "run_pipeline", "status_table", "ResultsFolderLocked", "results_lock"]
+__all__ = ["Stage", "StageContext", "stage_keys", "run_pipeline", "status_table"]
 
 
 def _clean_leftovers(out: Path) -> list[str]:
