@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import argparse
 import platform
-import warnings
 
 import numpy as np
 
 import attention_paths as ap
 from attention_paths import sampling as sp
 from attention_paths.tasks.markov import make_hmc_task
+
+SHORT_NAMES = {"rb": "rao-blackwell"}
 
 
 def problem(name):
@@ -55,7 +56,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--samples", type=int, default=500)
     parser.add_argument("--problems", default="markov,image")
-    parser.add_argument("--samplers", default="rb,full")
+    parser.add_argument("--samplers", default="rb,full", help="registered sampler names (rb: rao-blackwell)")
     parser.add_argument(
         "--max-tree-depth",
         type=int,
@@ -85,12 +86,9 @@ def main():
         pr = problem(name)
         arch = ap.Architecture.uniform(pr["heads"], 10)
         for kind in args.samplers.split(","):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", sp.SamplingWarning)
-                if kind == "rb":
-                    s = sp.sample_rao_blackwell(pr["f_tr"], pr["y"], pr["tau"], arch, pr["f_te"], config=cfg)
-                else:
-                    s = sp.sample_full(pr["xi_tr"], pr["y"], pr["tau"], arch, pr["xi_te"], config=cfg)
+            sampler = sp.get_sampler(SHORT_NAMES.get(kind, kind))  # any registered sampler, by name
+            config = sampler.configure(cfg, path_inputs=(pr["xi_tr"], pr["xi_te"]))
+            s = sp.sample(sampler.name, pr["f_tr"], pr["y"], pr["tau"], arch, pr["f_te"], config=config, warn="ignore")
             d = s.diagnostics
             print(
                 f"{name:<8} {s.kind:<14} {s.settings['n_parameters']:7d} {s.wall_seconds:9.1f} "

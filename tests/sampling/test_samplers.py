@@ -1,7 +1,10 @@
 """Posterior samplers against the theory and against each other (spec T§16.3, issue 3)."""
 
+import dataclasses
+import hashlib
 import json
 import math
+import platform
 import warnings
 
 import numpy as np
@@ -15,7 +18,8 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from numpyro.infer.util import log_density  # noqa: E402
 
-from attention_paths.sampling import nuts  # noqa: E402
+from attention_paths.sampling import full as full_sampler  # noqa: E402
+from attention_paths.sampling import rao_blackwell as rb_sampler  # noqa: E402
 from attention_paths.tasks import toy  # noqa: E402
 
 TAU = 0.05
@@ -107,24 +111,39 @@ def _short_run(prob, arch, cfg, kind):
         return sp.sample_full(prob.path_inputs("train"), prob.y_train, TAU, arch, prob.path_inputs("test"), config=cfg)
 
 
+def _draws_digest(smp) -> str:
+    h = hashlib.sha256()
+    for a in (smp.U, smp.mean_samples, smp.var_samples):
+        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    return h.hexdigest()[:16]
+
+
+# SHA-256 (first 16 hex digits) of U, mean_samples and var_samples of the two runs below, recorded with the code
+# before the sampler registry (commit 11c2582: nuts.sample_rao_blackwell / nuts.sample("full", path_inputs=...)),
+# on x86_64 with jax 0.10.2: the registry must give the same draws, bit for bit
+DRAWS_BEFORE_REGISTRY = {"rao-blackwell": "e837261d9ffa9055", "full": "4701fcdb6ecc7538"}
+
+
 def test_seeded_runs_are_reproducible_bit_for_bit():
     prob = BASE.subset(10)
     arch = ap.Architecture.uniform((2, 2), 5)
     cfg = sp.SamplerConfig(num_warmup=20, num_samples=20, num_chains=2, seed=3)
     a, b = _short_run(prob, arch, cfg, "rao-blackwell"), _short_run(prob, arch, cfg, "rao-blackwell")
     c, d = _short_run(prob, arch, cfg, "full"), _short_run(prob, arch, cfg, "full")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", sp.SamplingWarning)
-        xi = prob.path_inputs("train"), prob.path_inputs("test")
-        args = prob.features_train, prob.y_train, TAU, arch, prob.features_test
-        e = sp.sample("full", *args, path_inputs=xi, config=cfg)  # the dispatcher is the sampler it names
-        f = sp.sample("rao-blackwell", *args, config=cfg)
+    xi = prob.path_inputs("train"), prob.path_inputs("test")
+    args = prob.features_train, prob.y_train, TAU, arch, prob.features_test
+    full_cfg = sp.get_sampler("full").configure(cfg, path_inputs=xi)  # the full sampler's own input
+    e = sp.sample("full", *args, config=full_cfg, warn="ignore")  # the dispatcher is the sampler it names
+    f = sp.sample("rao-blackwell", *args, config=cfg, warn="ignore")
     assert (e.kind, f.kind) == ("full", "rao-blackwell")
     for x, y in [(a, b), (c, d), (c, e), (a, f)]:
         np.testing.assert_array_equal(x.U, y.U)
         np.testing.assert_array_equal(x.mean_samples, y.mean_samples)
         np.testing.assert_array_equal(x.var_samples, y.var_samples)
     assert not np.array_equal(a.U, c.U)
+    assert e.settings["sampler"] == {**dataclasses.asdict(cfg), "max_tree_depth": 10}  # no path inputs recorded
+    if platform.machine() == "x86_64" and jax.__version__ == "0.10.2":  # where the digests were recorded
+        assert {"rao-blackwell": _draws_digest(f), "full": _draws_digest(e)} == DRAWS_BEFORE_REGISTRY
 
 
 @pytest.mark.parametrize("mode", ["lowrank", "packed"])
@@ -134,7 +153,7 @@ def test_rao_blackwell_density_is_the_exact_marginal(mode):
     arch = ap.Architecture((2, 2), (6, 5, 4), (0.7, 1.3, 0.9))
     X = prob.features_train
     P, N0, Pi = X.shape
-    nll = nuts.marginal_nll(nuts.KernelOps(X, mode=mode), jnp.asarray(prob.y_train), TAU)
+    nll = rb_sampler.marginal_nll(rb_sampler.KernelOps(X, mode=mode), jnp.asarray(prob.y_train), TAU)
     rng = np.random.default_rng(0)
 
     def draw():
@@ -154,10 +173,10 @@ def test_rao_blackwell_density_is_the_exact_marginal(mode):
 
     p1, p2 = draw(), draw()
     l1 = float(
-        log_density(nuts.rb_model, (), {"nll": nll, "arch": arch}, {k: jnp.asarray(v) for k, v in p1.items()})[0]
+        log_density(rb_sampler.rb_model, (), {"nll": nll, "arch": arch}, {k: jnp.asarray(v) for k, v in p1.items()})[0]
     )
     l2 = float(
-        log_density(nuts.rb_model, (), {"nll": nll, "arch": arch}, {k: jnp.asarray(v) for k, v in p2.items()})[0]
+        log_density(rb_sampler.rb_model, (), {"nll": nll, "arch": arch}, {k: jnp.asarray(v) for k, v in p2.items()})[0]
     )
     assert abs((l1 - l2) - (exact(p1) - exact(p2))) < 1e-9 * max(1.0, abs(l1 - l2))
 
@@ -168,14 +187,14 @@ def test_packed_and_lowrank_kernel_operations_agree():
     A = rng.standard_normal((4, 4))
     M = rng.standard_normal((9, 9))
     U, M = A @ A.T, M + M.T
-    packed, low = nuts.KernelOps(X, mode="packed"), nuts.KernelOps(X, mode="lowrank")
+    packed, low = rb_sampler.KernelOps(X, mode="packed"), rb_sampler.KernelOps(X, mode="lowrank")
     np.testing.assert_allclose(np.asarray(packed.kernel(jnp.asarray(U))), ap.renormalized_kernel(U, X), rtol=1e-12)
     np.testing.assert_allclose(
         np.asarray(packed.contract(jnp.asarray(M))), np.asarray(low.contract(jnp.asarray(M))), rtol=1e-12, atol=1e-12
     )
     y = jnp.asarray(np.sign(rng.standard_normal(9)))
-    g_p = jax.grad(nuts.marginal_nll(packed, y, 0.3))(jnp.asarray(U))
-    g_l = jax.grad(nuts.marginal_nll(low, y, 0.3))(jnp.asarray(U))
+    g_p = jax.grad(rb_sampler.marginal_nll(packed, y, 0.3))(jnp.asarray(U))
+    g_l = jax.grad(rb_sampler.marginal_nll(low, y, 0.3))(jnp.asarray(U))
     np.testing.assert_allclose(np.asarray(g_p), np.asarray(g_l), rtol=1e-10, atol=1e-12)
 
 
@@ -186,7 +205,7 @@ def test_full_weight_forward_matches_the_torch_network(readout):
     net = ap.AttentionPathNetwork(layers, r, (5, 6, 7), (1.2, 0.8, 1.1, 0.6))
     net.sample_prior(torch.Generator().manual_seed(1))
     xi = ap.path_inputs(x, layers, r).numpy()
-    f = nuts.full_forward(
+    f = full_sampler.full_forward(
         jnp.asarray(net.V0.detach().numpy()),
         jnp.asarray(net.a.detach().numpy()),
         [jnp.asarray(V.detach().numpy()) for V in net.V],

@@ -1,6 +1,7 @@
-"""Posterior sampling, the ground truth for the theory (spec T§13): two NUTS samplers (:mod:`.nuts`), their
-results (:mod:`.samples`), diagnostics (:mod:`.diagnostics`) and the agreement with the theory
-(:mod:`.agreement`).
+"""Posterior sampling, the ground truth for the theory (spec T§13): the sampler contract and registry
+(:mod:`.interface`), the dispatcher :func:`sample` (:mod:`.dispatch`), two NUTS samplers (:mod:`.rao_blackwell`,
+:mod:`.full`, on the shared core :mod:`.nuts`), their results and files (:mod:`.samples`), diagnostics
+(:mod:`.diagnostics`) and the agreement with the theory (:mod:`.agreement`).
 
 JAX, numpyro and arviz are optional dependencies (``pip install attention-paths[sampling]``) that take
 seconds to start, and JAX reads ``XLA_FLAGS`` (the CPU device count) only when it starts; so the names below
@@ -17,17 +18,26 @@ from attention_paths.base import config
 from attention_paths.sampling.agreement import mean_agreement, order_parameter_agreement
 
 SAMPLER_KINDS = ("rao-blackwell", "full")
-"""The names of the two samplers (:func:`sample`): the Rao-Blackwellised one and the full-weight one;
-``PosteriorSamples.kind`` is one of them."""
+"""The names of the two built-in samplers (:func:`sample`): the Rao-Blackwellised one and the full-weight one
+(spelt out here so that reading them starts no JAX; :data:`SAMPLERS` holds every registered sampler)."""
 
 _LAZY = {
-    "sample": "nuts",
-    "sample_full": "nuts",
-    "sample_rao_blackwell": "nuts",
+    "sample": "dispatch",
+    "SAMPLERS": "dispatch",
+    "get_sampler": "dispatch",
+    "register_sampler": "dispatch",
+    "Sampler": "interface",
+    "sample_full": "full",
+    "FullConfig": "full",
+    "sample_rao_blackwell": "rao_blackwell",
+    "RaoBlackwellConfig": "rao_blackwell",
     "DEFAULT_TREE_DEPTH": "nuts",
     "SamplerConfig": "samples",
     "PosteriorSamples": "samples",
     "load_samples": "samples",
+    "SamplesFileError": "samples",
+    "LegacySamplesWarning": "samples",
+    "SAMPLES_FORMAT": "samples",
     "SamplingWarning": "diagnostics",
     "ess_bulk": "diagnostics",
     "rhat": "diagnostics",

@@ -3,17 +3,44 @@ settings."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from attention_paths.base.io import atomic_write
+from attention_paths.sampling import SAMPLER_KINDS
 from attention_paths.sampling.diagnostics import ess_bulk
 from attention_paths.theory.predictor import accuracy
 
-__all__ = ["SamplerConfig", "PosteriorSamples", "load_samples"]
+__all__ = [
+    "SamplerConfig",
+    "PosteriorSamples",
+    "load_samples",
+    "SamplesFileError",
+    "LegacySamplesWarning",
+    "SAMPLES_FORMAT",
+]
+
+SAMPLES_FORMAT = 2
+"""The samples-file format this code writes: format 1 (before issue 37) had no digest; it still loads, with a
+:class:`LegacySamplesWarning`.  Any other version is refused."""
+
+
+SAMPLERS: dict = {}
+"""The registered samplers by name (:func:`attention_paths.sampling.interface.register_sampler` fills it; the
+table lives here because :func:`load_samples` checks a file's kind against it)."""
+
+
+class SamplesFileError(ValueError):
+    """A samples file that is damaged, of an unknown format, or whose content breaks its own settings."""
+
+
+class LegacySamplesWarning(UserWarning):
+    """A samples file of format 1, which has no digest: it loads, checked for content but not for damage."""
 
 
 @dataclass(frozen=True)
@@ -120,43 +147,124 @@ class PosteriorSamples:
         return m.reshape(-1, m.shape[-1]).std(0, ddof=1) / np.sqrt(np.maximum(ess, 1.0))
 
     def save(self, path) -> Path:
-        """Write all arrays and settings to one ``.npz`` file, atomically."""
+        """Write all arrays and settings to one ``.npz`` file, atomically, with the format version
+        (:data:`SAMPLES_FORMAT`) and the SHA-256 digest of its content, which :func:`load_samples` checks."""
         meta = {
             "kind": self.kind,
             "settings": self.settings,
             "diagnostics": self.diagnostics,
             "wall_seconds": self.wall_seconds,
-            "format": 1,
+            "format": SAMPLES_FORMAT,
         }
-        arrays = {
-            "U": self.U,
-            "mean_samples": self.mean_samples,
-            "var_samples": self.var_samples,
-            "meta_json": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
-        }
-        arrays.update({f"extra_{k}": np.asarray(v) for k, v in self.extra.items()})
+        arrays = {"U": self.U, "mean_samples": self.mean_samples, "var_samples": self.var_samples}
+        arrays.update({f"extra_{k}": v for k, v in self.extra.items()})
+        arrays = {k: np.asarray(v) for k, v in arrays.items()}
+        meta["sha256"] = content_digest(json.loads(json.dumps(meta)), arrays)
+        arrays["meta_json"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         return atomic_write(Path(path), lambda fh: np.savez_compressed(fh, **arrays))
 
 
-def load_samples(path) -> PosteriorSamples:
-    """Reload a run written by :meth:`PosteriorSamples.save` (e.g. one made on a GPU box)."""
-    path = Path(path)
+def content_digest(meta: dict, arrays: dict) -> str:
+    """SHA-256 of a samples file's content: its metadata (less the digest itself, as canonical JSON) and every
+    array's name, dtype, shape and bytes, in name order."""
+    h = hashlib.sha256(json.dumps({k: v for k, v in meta.items() if k != "sha256"}, sort_keys=True).encode())
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _read(path: Path) -> tuple[dict, dict]:
     try:
         with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as f:  # our handle: closed on a bad file
-            meta = json.loads(bytes(f["meta_json"]).decode())
             arrays = {k: f[k] for k in f.files}
+        meta = json.loads(bytes(arrays.pop("meta_json")).decode())
     except FileNotFoundError:
         raise FileNotFoundError(f"sampling result {path} does not exist") from None
-    except Exception as err:  # zip, JSON or key errors all mean a damaged file
-        raise ValueError(f"sampling result {path} is corrupted or not a sampling result ({err!r})") from None
+    except Exception as err:  # zip, CRC, JSON or key errors all mean a damaged file
+        raise SamplesFileError(f"sampling result {path} is corrupted or not a sampling result ({err!r})") from None
+    if not isinstance(meta, dict):
+        raise SamplesFileError(f"sampling result {path} is corrupted: its metadata is not a JSON object")
+    return meta, arrays
+
+
+def _check_format(path: Path, meta: dict, arrays: dict) -> None:
+    version = meta.get("format", 1)
+    if version == 1 and "sha256" not in meta:
+        warnings.warn(
+            f"sampling result {path} is in the old format 1, which has no digest: its content is checked but "
+            "damage cannot be detected; save it again (PosteriorSamples.save) to add one",
+            LegacySamplesWarning,
+            stacklevel=3,
+        )
+        return
+    if version != SAMPLES_FORMAT:
+        raise SamplesFileError(
+            f"sampling result {path} has format {version!r}, which this code does not know (it reads formats 1 "
+            f"and {SAMPLES_FORMAT}): written by another version of attention-paths, or damaged"
+        )
+    if "sha256" not in meta:
+        raise SamplesFileError(f"sampling result {path} (format {version}) lacks its digest: damaged or edited")
+    if content_digest(meta, arrays) != meta["sha256"]:
+        raise SamplesFileError(
+            f"sampling result {path} does not match its digest: the file was damaged or edited after it was written"
+        )
+
+
+def _known_kinds() -> set:
+    """The built-in samplers' names (known without starting JAX) and those registered in this session."""
+    return set(SAMPLER_KINDS) | set(SAMPLERS)
+
+
+def _check_content(path: Path, meta: dict, arrays: dict) -> None:
+    """The kind is a known sampler, the arrays have the shapes the recorded settings imply, and are finite."""
+    kind = meta["kind"]
+    if kind not in _known_kinds():
+        raise SamplesFileError(
+            f"sampling result {path} is of kind {kind!r}, which is no known sampler {sorted(_known_kinds())} "
+            "(a sampler of your own: register it with sampling.register_sampler before loading its files)"
+        )
+    U, mean, var = arrays["U"], arrays["mean_samples"], arrays["var_samples"]
+    s = meta["settings"] if isinstance(meta["settings"], dict) else {}
+    smp = s.get("sampler", {}) if isinstance(s.get("sampler"), dict) else {}
+    draws = (smp.get("num_chains"), smp.get("num_samples"))
+    heads = s.get("arch", {}).get("heads") if isinstance(s.get("arch"), dict) else None
+    Pi = int(np.prod(heads)) if heads else (U.shape[-1] if U.ndim == 4 else None)
+    M = s.get("M", mean.shape[-1] if mean.ndim == 3 else None)
+    want = {"U": (*draws, Pi, Pi), "mean_samples": (*draws, M), "var_samples": (*draws, M)}
+    for name, a in (("U", U), ("mean_samples", mean), ("var_samples", var)):
+        expected = tuple(a.shape[i] if n is None and i < a.ndim else n for i, n in enumerate(want[name]))
+        if a.shape != expected:
+            shown = "[" + ", ".join("?" if n is None else str(n) for n in want[name]) + "]"
+            raise SamplesFileError(
+                f"sampling result {path}: {name} has shape {list(a.shape)}, but its settings (chains, draws per "
+                f"chain, paths, test points) say {shown}: cut or damaged"
+            )
+        if not np.issubdtype(a.dtype, np.floating) or not np.isfinite(a).all():
+            bad = int(np.size(a) - np.isfinite(a).sum()) if np.issubdtype(a.dtype, np.floating) else "all"
+            raise SamplesFileError(f"sampling result {path}: {name} has {bad} non-finite (NaN or infinite) entries")
+    if (var < 0).any():
+        raise SamplesFileError(f"sampling result {path}: var_samples has {int((var < 0).sum())} negative variances")
+
+
+def load_samples(path) -> PosteriorSamples:
+    """Reload a run written by :meth:`PosteriorSamples.save` (e.g. one made on a GPU box), checked: its format
+    version and digest, a known sampler kind, array shapes that agree with the recorded chains, draws, paths
+    and test points, and finite values.  A damaged or inconsistent file is a :class:`SamplesFileError` naming
+    the file and the problem; a format-1 file (no digest) loads with a :class:`LegacySamplesWarning`."""
+    path = Path(path)
+    meta, arrays = _read(path)
     missing = [k for k in ("kind", "settings", "diagnostics", "wall_seconds") if k not in meta] + [
         k for k in ("U", "mean_samples", "var_samples") if k not in arrays
     ]
     if missing:
-        raise ValueError(
+        raise SamplesFileError(
             f"sampling result {path} is incomplete: it lacks {missing} (not written by "
             "PosteriorSamples.save, or damaged)"
         )
+    _check_format(path, meta, arrays)
+    _check_content(path, meta, arrays)
     extra = {k[len("extra_") :]: v for k, v in arrays.items() if k.startswith("extra_")}
     return PosteriorSamples(
         kind=meta["kind"],

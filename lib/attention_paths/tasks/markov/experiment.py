@@ -5,7 +5,6 @@ the theory's width sweeps, ablations and seed sets (:func:`run_hmc`), posterior 
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -248,36 +247,34 @@ def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = Tru
 def sample_hmc(head: SeedSet, cfg: HMCExperimentConfig, progress: bool = False) -> dict[str, SampledRun]:
     """Posterior samples of the 4-path and 2-path networks of the seed set ``head`` at the widths listed in
     ``cfg.sampling``: ``{key: SampledRun}`` (:attr:`~.result.SampledRun.key`), per network and width in the
-    order of ``sampling.SAMPLER_KINDS``."""
+    order of ``sampling.SAMPLERS`` (the registered samplers, built-in ones first)."""
     sconf = sampling.SamplerConfig(**cfg.sampler)
     out = {}
     for net in ("main", "noisy"):
         task = getattr(head, net)
         plan = cfg.sampling[net]
-        unknown = set(plan) - set(sampling.SAMPLER_KINDS)
+        unknown = set(plan) - set(sampling.SAMPLERS)  # the registered samplers, built-in ones first
         if unknown:
             raise ValueError(
-                f"cfg.sampling[{net!r}] names unknown samplers {sorted(unknown)}: use {sampling.SAMPLER_KINDS}"
+                f"cfg.sampling[{net!r}] names unknown samplers {sorted(unknown)}: use {tuple(sampling.SAMPLERS)}"
             )
         for N in sorted(set().union(*plan.values())):
             arch = Architecture.uniform(task.heads, N)
-            with warnings.catch_warnings():
-                warnings.simplefilter("always", sampling.SamplingWarning)
-                for kind in sampling.SAMPLER_KINDS:
-                    if N in plan.get(kind, ()):
-                        smp = sampling.sample(
-                            kind,
-                            task.features_train,
-                            task.y_train,
-                            cfg.tau,
-                            arch,
-                            task.features_test,
-                            path_inputs=(task.xi_train, task.xi_test),
-                            config=sconf,
-                            progress=progress,
-                        )
-                        run = _sampled_run(net, N, smp, task.y_test)
-                        out[run.key] = run
+            for kind in sampling.SAMPLERS:  # sampling.sample shows every run's SamplingWarning
+                if N in plan.get(kind, ()):
+                    config = sampling.get_sampler(kind).configure(sconf, path_inputs=(task.xi_train, task.xi_test))
+                    smp = sampling.sample(
+                        kind,
+                        task.features_train,
+                        task.y_train,
+                        cfg.tau,
+                        arch,
+                        task.features_test,
+                        config=config,
+                        progress=progress,
+                    )
+                    run = _sampled_run(net, N, smp, task.y_test)
+                    out[run.key] = run
     return out
 
 

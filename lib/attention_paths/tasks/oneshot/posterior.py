@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from attention_paths import sampling
@@ -45,11 +43,7 @@ def sample_oneshot(data: OneShotData, cfg: dict, progress: bool = False) -> dict
     out = {}
     for N in sc["widths"]:
         arch, config = Architecture.uniform(data.heads, N), sampling.SamplerConfig(**sc["sampler"])
-        with warnings.catch_warnings():
-            warnings.simplefilter("always", sampling.SamplingWarning)
-            out[N] = sampling.sample(
-                kind, X, data.y["train"], sc["tau"], arch, X_eval, config=config, progress=progress
-            )
+        out[N] = sampling.sample(kind, X, data.y["train"], sc["tau"], arch, X_eval, config=config, progress=progress)
     return out
 
 

@@ -74,7 +74,8 @@ class SampleAgreement:
 class PosteriorCheckRow:
     """One width of :func:`posterior_check`: ``N``, ``P = alpha N``, the theory's ``U_theory`` (Pi, Pi) and
     ``solve`` result, the test-set ``theory`` and ``gp`` predictions, ``samples`` and ``agreement`` per
-    sampler kind (``sampling.SAMPLER_KINDS``; the full-weight sampler only at the config's ``full_widths``)
+    sampler kind (``sampling.SAMPLER_KINDS``; a sampler that is not ``every_width``, the full-weight one, only
+    at the config's ``full_widths``)
     and ``gp_dU`` = max ``|I - U*|``."""
 
     N: int
@@ -131,7 +132,9 @@ def posterior_check(scale: str | None = None, progress: bool = False) -> Posteri
         gp = predict(np.eye(Pi), prob.features_train, prob.y_train, tau, prob.features_test)
         row = PosteriorCheckRow(N=N, P=alpha * N, U_theory=theory.U, theory=th, gp=gp, solve=theory)
         for kind in sampling.SAMPLER_KINDS:
-            if kind == "rao-blackwell" or N in cfg.full_widths:
+            sampler = sampling.get_sampler(kind)
+            if sampler.every_width or N in cfg.full_widths:  # a costlier sampler where the config lists it
+                config = sampler.configure(sconf, path_inputs=(prob.path_inputs("train"), prob.path_inputs("test")))
                 smp = sampling.sample(
                     kind,
                     prob.features_train,
@@ -139,8 +142,7 @@ def posterior_check(scale: str | None = None, progress: bool = False) -> Posteri
                     tau,
                     arch,
                     prob.features_test,
-                    path_inputs=(prob.path_inputs("train"), prob.path_inputs("test")),
-                    config=sconf,
+                    config=config,
                     progress=progress,
                 )
                 row.samples[kind] = smp
