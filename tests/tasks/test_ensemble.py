@@ -283,3 +283,38 @@ def test_load_run_of_a_required_run_names_the_missing_folder(tmp_path):
         experiments.load_run(tmp_path / "empty", "pruning", required=True)
     copy = experiments.load_run(tmp_path / "paper-network", "pruning", required=True)
     assert copy.order == experiments.load_run(DATA / "pruning" / "paper-network", "pruning").order
+
+
+def test_a_committed_member_is_sealed_and_reads_back(tmp_path):
+    """commit_member copies a finished member into data/, spends its resumable state and seals the network
+    folder again: the readers accept it, and its record is covered."""
+    from attention_paths.runs.stages import commit_member
+    from attention_paths.tasks.omniglot import checkpoints
+
+    name, out, data = "paper-seed1", tmp_path / "out", tmp_path / "data"
+    src = ensemble_runs.member_folders(name)
+    for part, folder, files in (
+        ("train", src["network"], ("model.pt", "record.json")),
+        ("omniglot-theory", src["theory"], (results.SUMMARY, results.ARRAYS)),
+        ("pruning", src["pruning"], (results.SUMMARY, results.ARRAYS)),
+    ):
+        stage = out / f"{name}.{part}"
+        stage.mkdir(parents=True)
+        for f in files:
+            shutil.copyfile(folder / f, stage / f)
+        record = {"stage": f"{name}.{part}", "key": "k", "provenance": {}, "wall_seconds": 1.0}
+        results.write_record(stage, record | {"files": results.file_hashes(stage)})
+    net = ensemble_runs.member_folders(name, data)["network"]
+    net.mkdir(parents=True)
+    (net / "resume.pt").write_bytes(b"an interrupted training's state")
+    (net / "resume.json").write_text(json.dumps({"steps_done": 20000, "note": "paused once"}))
+    checkpoints.seal_network_folder(net)
+    commit_member(out, name, data_dir=data)
+    assert sorted(p.name for p in net.iterdir()) == ["files.json", "model.pt", "record.json"]
+    assert sorted(checkpoints.verify_network_folder(net)["files_sha256"]) == ["model.pt", "record.json"]
+    record = ensemble_runs.load_records_of(name, data)[name]
+    # the member's record already had its training note: kept, so the committed record is the same
+    assert record == json.loads((src["network"] / "record.json").read_text())
+    assert record["training_note"] != "paused once"
+    row = ensemble_runs.load_member(name, 1, data)
+    assert (row.seed, row.name, row.spearman) == (1, name, ensemble_runs.load_member(name, 1).spearman)
