@@ -303,6 +303,23 @@ def test_every_command_that_writes_a_folder_takes_its_lock(tmp_path, capsys, mon
     assert sorted(p.name for p in out.iterdir()) == [".lock"]  # nothing written
 
 
+def test_run_experiment_takes_the_folder_lock_unless_its_caller_holds_it(tmp_path, monkeypatch):
+    """The library call is guarded too; ``lock=False`` is for a caller that holds the lock (the command line)."""
+    from attention_paths.runs import experiments
+    from attention_paths.runs.lock import ResultsFolderLocked, results_lock
+    from attention_paths.tasks import toy
+
+    monkeypatch.setattr(toy, "theory_demo", lambda scale, progress: pytest.fail("ran in a locked folder"))
+    with results_lock(tmp_path, command="the other run"):
+        with pytest.raises(ResultsFolderLocked, match=f"in use by another run .*pid {os.getpid()},.*the other run"):
+            experiments.run_experiment("theory", "quick", tmp_path, progress=False)
+    monkeypatch.setattr(toy, "theory_demo", lambda scale, progress: "ran")
+    monkeypatch.setattr(toy, "theory_summary", lambda res: ({"experiment": "theory", "ran": res}, {}))
+    with results_lock(tmp_path):
+        summary = experiments.run_experiment("theory", "quick", tmp_path, progress=False, lock=False)
+    assert summary["ran"] == "ran" and (tmp_path / "summary.json").exists()
+
+
 def test_two_processes_on_one_output_folder(tmp_path):
     """Issue 37 §3: `theory` started while another process holds the folder exits 2 at once naming that
     process; once the holder is gone, the folder is free."""
@@ -321,12 +338,19 @@ def test_two_processes_on_one_output_folder(tmp_path):
     )
     try:
         assert holder.stdout.readline().strip() == "held"
-        for command in ("theory", "omniglot-train"):
-            second = _run([command, "--out", str(out), "--quiet"])
-            assert second.returncode == 2 and "Traceback" not in second.stderr, second.stderr
-            line = second.stderr.strip().splitlines()[-1]
-            assert "in use by another run (host " in line and f"pid {holder.pid}," in line and "command: " in line
-            assert not (out / "summary.json").exists() and not (out / "last.pt").exists()
+        second = _run(["theory", "--out", str(out), "--quiet"])
+        assert second.returncode == 2 and "Traceback" not in second.stderr, second.stderr
+        line = second.stderr.strip().splitlines()[-1]
+        assert "in use by another run (host " in line and f"pid {holder.pid}," in line and "command: " in line
+        for command in ("theory", "omniglot-train", "pruning", "hmc"):  # at once: before torch or numpy loads
+            code = (
+                "import sys\nfrom attention_paths.__main__ import main\n"
+                f"rc = main([{command!r}, '--out', {str(out)!r}, '--quiet'])\n"
+                "print(rc, *[m for m in ('torch', 'numpy', 'jax') if m in sys.modules])"
+            )
+            probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+            assert probe.stdout.split() == ["2"] and f"pid {holder.pid}," in probe.stderr, (command, probe)
+        assert not (out / "summary.json").exists() and not (out / "last.pt").exists()
     finally:
         holder.communicate("\n", timeout=60)  # releases the lock, and closes the pipes
     from attention_paths.runs.lock import results_lock

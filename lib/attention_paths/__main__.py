@@ -117,22 +117,24 @@ def _main(args, parser) -> int:
         return _reproduce(args, scale, out, parser, budget)
     if args.experiment == "omniglot-train":
         return _train(args, scale, out)
-    # loaded here, after the arguments are checked: the experiments import torch, scipy and the tasks
-    from attention_paths.runs.experiments import run_experiment
-
     exp = EXPERIMENTS[args.experiment]
     options = exp.keywords(opts)
     if "budget" in options:
         options["budget"] = budget
-    summary = run_experiment(
-        exp.name,
-        scale,
-        out,
-        progress=not args.quiet,
-        save_samples=opts.get("save_samples", False),
-        train_missing=opts.get("train_missing", False),
-        **options,
-    )
+    with results_lock(out):  # taken first: a second run on the folder stops before loading anything
+        # loaded here, after the arguments are checked: the experiments import torch, scipy and the tasks
+        from attention_paths.runs.experiments import run_experiment
+
+        summary = run_experiment(
+            exp.name,
+            scale,
+            out,
+            progress=not args.quiet,
+            save_samples=opts.get("save_samples", False),
+            train_missing=opts.get("train_missing", False),
+            lock=False,
+            **options,
+        )
     print(json.dumps({k: v for k, v in summary.items() if k in exp.headline}, indent=2, default=str))
     print(f"wrote {out}/summary.json and {out}/arrays.npz", file=sys.stderr)
     return 0

@@ -6,6 +6,7 @@ uses (:func:`trained_network`)."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import time
@@ -62,6 +63,7 @@ def run_experiment(
     progress: bool = True,
     save_samples: bool = False,
     train_missing: bool = True,
+    lock: bool = True,
     **options,
 ) -> dict:
     """Run experiment ``name`` and write its results folder ``out`` (:func:`results.write`) under the folder's
@@ -72,12 +74,13 @@ def run_experiment(
     (the experiment's ``samples`` function names them; reload with ``sampling.load_samples``); the summary and
     arrays always hold its posterior means, variances, sampled order parameter and diagnostics.  Other
     keyword ``options`` go to the experiment's run function (``omniglot-theory``: ``network``, ``sample``,
-    ``budget``).  ``train_missing=False`` refuses a network that is not committed (:func:`require_network`).
+    ``budget``).  ``train_missing=False`` refuses a network that is not committed (:func:`require_network`);
+    ``lock=False``: the caller holds ``out``'s lock already (the command line takes it before loading the tasks).
     """
     exp = experiment(name)
     require_network(exp, scale, options.get("network"), train_missing)
     out = Path(out)
-    with results_lock(out):
+    with results_lock(out) if lock else contextlib.nullcontext():
         prov = provenance()  # the code that runs: recorded before it runs
         t0 = time.perf_counter()
         res = exp.resolve("run")(scale, progress=progress, **options)
