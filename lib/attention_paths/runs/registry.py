@@ -95,9 +95,10 @@ class Command:
 
 @dataclass(frozen=True)
 class Experiment(Command):
-    """An experiment: ``python -m attention_paths <name>`` runs it and writes one results folder.
+    """An experiment: ``python -m attention_paths <name>`` runs it and writes one results folder.  Its
+    functions and types are named as ``"module:name"`` paths, imported by :meth:`resolve`.
 
-    Attributes (the functions as ``"module:name"`` paths, imported by :meth:`resolve`)
+    Attributes
     ----------
     run : str
         ``run(scale, progress=..., **options) -> result``; the options are the :class:`Option` keywords
