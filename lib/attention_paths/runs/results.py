@@ -19,10 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+import zipfile
 from pathlib import Path
 
+import numpy as np
+
 from attention_paths.base import config
-from attention_paths.base.io import atomic_savez, atomic_write, atomic_write_json, load_json, load_npz
+from attention_paths.base.io import atomic_write, atomic_write_json, load_json, load_npz
 from attention_paths.base.provenance import code_version
 
 __all__ = [
@@ -63,7 +66,7 @@ def write(folder, summary: dict, arrays: dict, result=None, record: dict | None 
     folder = Path(folder)
     if result is None:
         (folder / RESULT).unlink(missing_ok=True)  # another run's: not this run's result
-    atomic_savez(folder / ARRAYS, **arrays)
+    atomic_write(folder / ARRAYS, lambda fh: _savez(fh, arrays))
     written = [SUMMARY, ARRAYS]
     if result is not None:
         write_result(folder, result)
@@ -71,6 +74,17 @@ def write(folder, summary: dict, arrays: dict, result=None, record: dict | None 
     atomic_write_json(folder / SUMMARY, {"format": FORMAT, **summary})
     write_files_record(folder, record, names=written)
     return folder
+
+
+def _savez(fh, arrays: dict) -> None:
+    """``arrays`` as a compressed ``.npz`` (read by ``numpy.load``) whose bytes depend on the arrays only: every
+    member is dated 1980-01-01, so that the same result always writes the same file."""
+    with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, a in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with zf.open(info, "w", force_zip64=True) as out:
+                np.lib.format.write_array(out, np.asanyarray(a), allow_pickle=False)
 
 
 def write_files_record(folder, extra: dict | None = None, names=None) -> Path:

@@ -325,6 +325,9 @@ def hmc_summary(res: HMCResult) -> tuple[dict, dict]:
     }
     if res.block_contrast is not None:
         summary["block_contrast"] = res.block_contrast
+    for key in ("wall_seconds", "provenance"):  # a reloaded run's, written back (a live run's: by run_experiment)
+        if getattr(res, key) is not None:
+            summary[key] = getattr(res, key)
     return summary, arrays
 
 

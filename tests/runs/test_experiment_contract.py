@@ -1,0 +1,154 @@
+"""Issue 35 §3: one contract, checked on every registered experiment (as scikit-learn's
+``parametrize_with_checks`` checks every estimator).  For each experiment of
+:data:`attention_paths.runs.registry.EXPERIMENTS`, a result (a committed run under ``data/`` for those the
+chapters read back, a live run at a tiny size for the others) must
+
+* round trip: written to a results folder and read back, every stored field is equal;
+* write back: the reloaded result writes the same bytes of ``summary.json`` and ``arrays.npz``;
+* keep its claims: the claims written from the reloaded result are those written from the original;
+* pickle: a pickle round trip gives equal fields;
+* refuse a damaged file: a flipped byte in ``arrays.npz`` raises a ``ValueError`` naming the file.
+
+An experiment registered later is checked by the same tests without an edit here, once it has a committed run
+or a tiny size (:data:`TINY`)."""
+
+import dataclasses
+import json
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attention_paths.runs import experiments, results
+from attention_paths.runs.registry import EXPERIMENTS
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+# a committed run of each experiment the chapters read back
+COMMITTED = {
+    "hmc": DATA / "hmc-paper",
+    "omniglot-theory": DATA / "omniglot-theory" / "paper-sizes-paper-network",
+    "pruning": DATA / "pruning" / "paper-network",
+}
+# the tiny size of the others: the quick scale's config with these changes (a few seconds of work each)
+TINY = {
+    "theory": {"widths": (1000, 10)},
+    "posterior": {"widths": (10,), "full_widths": (), "num_chains": 1, "num_warmup": 20, "num_samples": 20},
+}
+
+
+def _tiny_run(name: str, monkeypatch):
+    exp = EXPERIMENTS[name]
+    configs = exp.resolve("configs")
+    monkeypatch.setitem(configs, "quick", dataclasses.replace(configs["quick"], **TINY[name]))
+    return exp.resolve("run")("quick", progress=False)
+
+
+_CACHE: dict = {}
+
+
+# a tiny run that still takes long here: posterior, 78 s on two busy cores (JAX's start and compilation)
+SLOW = {"posterior"}
+
+
+@pytest.fixture(params=[pytest.param(n, marks=[pytest.mark.slow] if n in SLOW else []) for n in sorted(EXPERIMENTS)])
+def case(request, tmp_path_factory):
+    """``(name, original result, folder it was written to)``: the original is written once per experiment."""
+    name = request.param
+    if name not in _CACHE:
+        if name in COMMITTED:
+            original = experiments.load_run(COMMITTED[name], name)
+        elif name in TINY:
+            with pytest.MonkeyPatch.context() as mp:
+                original = _tiny_run(name, mp)
+        else:
+            pytest.fail(f"experiment {name!r} has neither a committed run nor a tiny size: add it to COMMITTED or TINY")
+        folder = tmp_path_factory.mktemp(name)
+        results.write(folder, *EXPERIMENTS[name].resolve("summary")(original))
+        _CACHE[name] = (original, folder)
+    return (name, *_CACHE[name])
+
+
+def _same(a, b, where: str = "result") -> None:
+    """Equal fields, recursively (arrays element for element, NaN equal to NaN)."""
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        assert type(a) is type(b), where
+        for f in dataclasses.fields(a):
+            _same(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b), f"{where}: keys {list(a)} != {list(b)}"
+        for k in a:
+            _same(a[k], b[k], f"{where}[{k!r}]")
+    elif isinstance(a, (list, tuple)) and not isinstance(b, np.ndarray):
+        assert isinstance(b, (list, tuple)) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{where}[{i}]")
+    elif isinstance(a, (np.ndarray, np.generic, float)) or hasattr(a, "__array__"):  # arrays, tensors
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=where)
+    elif type(a) is type(b) and hasattr(a, "__dict__") and not a == b:  # an object without equality: its fields
+        _same(vars(a), vars(b), where)
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+def _reader(name: str):
+    if EXPERIMENTS[name].reader is None:
+        pytest.skip(f"{name} has no reader (its registry record's reader is None): the chapters never read it back")
+
+
+def test_round_trip(case):
+    name, original, folder = case
+    _reader(name)
+    back = experiments.load_run(folder, name)
+    assert type(back) is type(original)
+    _same(back, original)
+
+
+def test_write_back_gives_the_same_bytes(case, tmp_path):
+    name, original, folder = case
+    if EXPERIMENTS[name].reader is not None:  # the result read back, written again
+        summary, arrays = EXPERIMENTS[name].resolve("summary")(experiments.load_run(folder, name))
+    else:  # its summary and arrays read back, written again
+        summary, arrays = results.read(folder)
+    results.write(tmp_path, summary, arrays)
+    for f in (results.SUMMARY, results.ARRAYS):
+        assert (tmp_path / f).read_bytes() == (folder / f).read_bytes(), f
+    # and the arrays are the original's, key for key
+    first, again = np.load(folder / results.ARRAYS), np.load(tmp_path / results.ARRAYS)
+    assert first.files == again.files
+    for k in first.files:
+        np.testing.assert_array_equal(first[k], again[k], err_msg=k)
+
+
+def test_claims_are_those_of_the_original(case):
+    name, original, folder = case
+    _reader(name)
+    back = experiments.load_run(folder, name)
+    summarize = EXPERIMENTS[name].resolve("summary")
+    written = summarize(original)[0]["claims"]
+    assert summarize(back)[0]["claims"] == written and len(written) > 0
+    assert json.loads((folder / results.SUMMARY).read_text())["claims"] == json.loads(json.dumps(written))
+    claims = EXPERIMENTS[name].resolve("claims")
+    if getattr(original, "live", True):  # the experiment's claims function, where it runs on a reloaded result
+        assert claims(back) == claims(original)
+
+
+def test_pickle_round_trip(case):
+    name, original, folder = case
+    _same(pickle.loads(pickle.dumps(original)), original)
+
+
+def test_a_damaged_arrays_file_is_refused(case, tmp_path):
+    import shutil
+
+    name, original, folder = case
+    shutil.copytree(folder, tmp_path / "run")
+    path = tmp_path / "run" / results.ARRAYS
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"arrays\.npz does not match the SHA-256"):
+        if EXPERIMENTS[name].reader is not None:
+            experiments.load_run(tmp_path / "run", name)
+        else:
+            results.read(tmp_path / "run")
