@@ -9,10 +9,15 @@ Cases (issue 2, section 5):
   (a) Markov-sized problem (P=100, N0=231, T=31, 4 paths): continuation sweep over
       N in {1000, 500, 300, 100, 50, 30, 10} with full verification (Hessian, one restart);
   (b) image-sized problem (P=600, N0=192, T=48, 16 paths, random query/key heads) at N=10;
-  (c) growth with P (100 -> 5000, 16 paths) and with the number of paths (4, 16, 64; P=600).
+  (c) growth with P (100 -> 5000, 16 paths) and with the number of paths (4, 16, 27, 64; P=600).
   (d) --scaling: one kernel set-up plus three evaluations of the action and its gradient at the GP point
       (what every solver iteration costs; a solve takes 25-130 of them, see (c)), growing P up to 10,000
       (low-rank form), the number of paths up to 64 and N0 up to 768, with log-log slopes.
+  (e) --architectures: the paper's other networks at P=600, N=100 (issue 36): 2x4 (16 paths), 3x3 (27 paths,
+      three nested order parameters) and 2x8 (64 paths): one Hessian of the action (what the solver's Newton
+      steps and its verification cost) with the energy Hessian in one block (the form before issue 36: its
+      (N0 Pi)^2 feature Gram and a transposed copy, 2.4 GB at 64 paths) and in blocks of at most
+      DEFAULT_HESSIAN_BYTES, then a whole solve (continuation-free, no restarts, Hessian verified).
 Peak memory is the peak of Python/numpy allocations (tracemalloc) during the case.
 """
 
@@ -119,6 +124,42 @@ def case_eval(P, heads, n0=192, N=100, tau=0.5, repeats=2, mode="lowrank"):
     return dict(P=P, paths=int(np.prod(heads)), n0=n0, mode=mode, setup=t_setup, eval=t_eval, peak_MiB=mem)
 
 
+def case_hessian(heads, max_bytes, P=600, N=100, tau=0.5):
+    """One Hessian of the action at the GP point, its energy block within ``max_bytes``."""
+    feats, y = make_features(P, 192, 48, heads, "QK", "mean")
+    arch = ap.Architecture.uniform(heads, N)
+    act = ap.Action(ap.PathKernel(feats), y, tau, arch)
+    Us, _ = arch.gp_order_parameters()
+    H, dt, mem = measure(lambda: act.hessian(Us, max_bytes=max_bytes))
+    return dict(paths=int(np.prod(heads)), seconds=dt, peak_MiB=mem, n=H.shape[0]), H
+
+
+def architectures():
+    from attention_paths.theory.action import DEFAULT_HESSIAN_BYTES
+
+    print(
+        f"# the other architectures on {platform.machine()}, {platform.python_version()}, numpy {np.__version__}: "
+        "P=600, N0=192, T=48, N=100, tau=0.5"
+    )
+    print(f"{'heads':<10} {'paths':>5} {'what':<34} {'time [s]':>9} {'peak [MiB]':>11}  note", flush=True)
+    for heads in [(4, 4), (3, 3, 3), (8, 8)]:
+        one, H1 = case_hessian(heads, 1e15)
+        blocked, H2 = case_hessian(heads, DEFAULT_HESSIAN_BYTES)
+        diff = float(np.abs(H1 - H2).max() / np.abs(H1).max())
+        del H1, H2
+        for what, r, note in (
+            ("Hessian, energy block in one piece", one, f"{one['n']} unknowns"),
+            (f"Hessian, blocks <= {DEFAULT_HESSIAN_BYTES / 2**20:.0f} MiB", blocked, f"max rel. diff {diff:.1e}"),
+        ):
+            print(f"{str(heads):<10} {r['paths']:5d} {what:<34} {r['seconds']:9.2f} {r['peak_MiB']:11.1f}  {note}")
+        r = case_single(600, heads, N=100, restarts=0)
+        print(
+            f"{str(heads):<10} {r['paths']:5d} {'solve (' + r['case'].rsplit('[', 1)[-1].rstrip(']') + ' kernel)':<34} "
+            f"{r['seconds']:9.2f} {r['peak_MiB']:11.1f}  {r['iters']} iterations, max|dS/dU|/N {r['grad']:.1e}",
+            flush=True,
+        )
+
+
 def scaling():
     print(
         f"# solver scaling on {platform.machine()}, {platform.python_version()}, numpy {np.__version__}: "
@@ -156,9 +197,13 @@ def main():
     ap_ = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap_.add_argument("--fast", action="store_true", help="skip P >= 2000 and 64 paths")
     ap_.add_argument("--scaling", action="store_true", help="per-evaluation cost up to P=10000, 64 paths, N0=768")
+    ap_.add_argument("--architectures", action="store_true", help="Hessian and solve at 16, 27 and 64 paths")
     args = ap_.parse_args()
     if args.scaling:
         scaling()
+        return
+    if args.architectures:
+        architectures()
         return
     print(f"# solver benchmark on {platform.machine()}, {platform.python_version()}, numpy {np.__version__}")
     print(f"{'case':<48} {'time [s]':>9} {'peak [MiB]':>11} {'iters':>6} {'max|dS/dU|/N':>13}  target", flush=True)
@@ -174,7 +219,7 @@ def main():
     show(case_single(600, (4, 4), label="(b) image-sized, 16 paths, N=10 [verified]", target="< 30 s"))
     for P in [100, 300, 1000] + ([] if args.fast else [2000, 5000]):
         show(case_single(P, (4, 4), N=100, restarts=0, target="< 8 GB" if P == 5000 else ""))
-    for heads in [(2, 2), (4, 4)] + ([] if args.fast else [(8, 8)]):
+    for heads in [(2, 2), (4, 4)] + ([] if args.fast else [(3, 3, 3), (8, 8)]):
         show(case_single(600, heads, N=100, restarts=0))
 
 

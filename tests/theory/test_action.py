@@ -15,9 +15,10 @@ def _action(heads=(2, 3), widths=(30, 40, 50), sigma2=(0.7, 1.3, 0.9), tau=0.3, 
     return ap.Action(ap.PathKernel(feats), y, tau, ap.Architecture(heads, widths, sigma2))
 
 
-@pytest.mark.parametrize("heads", [(2, 3), (3, 2)])
+@pytest.mark.parametrize("heads", [(2, 3), (3, 2), (2, 1, 2), (3, 3, 3)])
 def test_analytic_gradient_equals_autodiff(heads):
-    act = _action(heads)
+    n = len(heads) + 1  # widths and prior variances N_1..N_L, N_a
+    act = _action(heads, widths=(30, 40, 50, 35)[:n], sigma2=(0.7, 1.3, 0.9, 1.1)[:n])
     rng = np.random.default_rng(1)
     Us = [random_spd(D, rng) for D in act.arch.dims]
     S, grads = act.value_and_gradient(Us)
@@ -169,7 +170,7 @@ def _scalar_action(u, C, y, tau, N, L, s2_prod):
     return N * ((L + 1) * (u / s2_prod) ** (1 / (L + 1)) - np.log(u)) + ld + y @ np.linalg.solve(A, y)
 
 
-@pytest.mark.parametrize("L", [1, 2])
+@pytest.mark.parametrize("L", [1, 2, 3])
 @pytest.mark.parametrize("N", [5, 30, 3000])
 def test_single_path_reduces_to_scalar_kernel_renormalisation(L, N):
     heads = (1,) * L

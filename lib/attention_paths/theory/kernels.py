@@ -187,6 +187,15 @@ class PathKernel:
         Q = self._Xf.T @ (M @ self._Xf)
         return Q.reshape(self.N0, self.n_paths, self.N0, self.n_paths)
 
+    def feature_gram_rows(self, MX, i0: int, i1: int) -> np.ndarray:
+        """Rows ``i0 <= i < i1`` of :meth:`feature_gram`, ``Q[i, b, j, c]`` [i1 - i0, Pi, N0, Pi], from
+        ``MX = M @ Xi_f`` [P, N0 Pi] (``Xi_f = features.reshape(P, -1)``, column ``i Pi + pi``)."""
+        return (self._Xf[:, i0 * self.n_paths : i1 * self.n_paths].T @ MX).reshape(i1 - i0, self.n_paths, self.N0, -1)
+
+    def times_features(self, M) -> np.ndarray:
+        """``M @ Xi_f`` [P, N0 Pi] for a [P, P] matrix ``M`` (the right factor of :meth:`feature_gram_rows`)."""
+        return M @ self._Xf
+
     def project(self, v) -> np.ndarray:
         """``g[i, pi] = sum_p Xi[p, i, pi] v_p`` -> [N0, Pi]."""
         return (self._Xf.T @ v).reshape(self.N0, self.n_paths)
