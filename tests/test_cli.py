@@ -233,6 +233,15 @@ def test_an_option_the_command_does_not_take_is_an_error_naming_it(tmp_path, cap
     assert not (tmp_path / "o").exists()
 
 
+def test_options_before_the_command_go_to_it(capsys):
+    """As with the one flat parser of before, ``--scale paper hmc`` is ``hmc --scale paper``, and still checked."""
+    from attention_paths.__main__ import _parse, _parser
+
+    args = _parse(_parser(), ["--scale", "paper", "--debug", "hmc", "--out", "o"])
+    assert (args.experiment, args.scale, args.debug, args.out) == ("hmc", "paper", True, "o")
+    assert "omniglot-train does not take --seeds (ensemble takes it)" in _error(capsys, ["--seeds", "1", "omniglot-train"])
+
+
 def test_the_command_line_derives_from_the_experiment_records():
     """Issue 35 §1: every experiment of the registry is a subcommand with exactly its record's options (and the
     common ones); each option's keyword is a parameter of the run function; every function a record names

@@ -78,7 +78,10 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
 
 def _parse(parser: argparse.ArgumentParser, argv: list) -> argparse.Namespace:
     """Parsed arguments; an argument the subcommand does not take is an error naming it, and the commands that
-    take it."""
+    take it.  Options written before the command go to it, as they did when the command line was one parser."""
+    first = next((k for k, a in enumerate(argv) if a in SUBCOMMANDS), 0)
+    if first and argv[0].startswith("-") and not {"-h", "--help"} & set(argv[:first]):
+        argv = [argv[first], *argv[:first], *argv[first + 1 :]]  # options before the command (`--debug hmc`)
     args, extra = parser.parse_known_args(argv)
     if extra:
         flags = [a.split("=", 1)[0] for a in extra if a.startswith("-")]
