@@ -239,7 +239,8 @@ def test_options_before_the_command_go_to_it(capsys):
 
     args = _parse(_parser(), ["--scale", "paper", "--debug", "hmc", "--out", "o"])
     assert (args.experiment, args.scale, args.debug, args.out) == ("hmc", "paper", True, "o")
-    assert "omniglot-train does not take --seeds (ensemble takes it)" in _error(capsys, ["--seeds", "1", "omniglot-train"])
+    err = _error(capsys, ["--seeds", "1", "omniglot-train"])
+    assert "omniglot-train does not take --seeds (ensemble takes it)" in err
 
 
 def test_the_command_line_derives_from_the_experiment_records():
