@@ -144,3 +144,25 @@ def test_three_layer_gp_kernel_is_the_prior_covariance_of_the_network_monte_carl
     emp, se = prod.mean(0), prod.std(0, ddof=1) / np.sqrt(len(f))
     assert np.all(np.abs(emp - K) <= 5 * se), (emp, K, se)
     assert np.abs(emp - K).max() < 0.1 * np.abs(K).max()  # and close, not merely noisy
+
+
+def test_the_kernel_form_is_chosen_by_the_memory_it_needs_and_the_memory_available(monkeypatch):
+    from attention_paths.theory import kernels
+
+    feats = random_instance((2, 2), P=30, n0=40)[-1]  # N0 = 40 >= 8 x 4 paths: the packed form if it fits
+    need = 8.0 * 30 * 31 * 4 * 5 / 4  # the packed tensor: (P (P + 1) / 2) x (Pi (Pi + 1) / 2) doubles
+    monkeypatch.setattr(kernels, "available_bytes", lambda: 1e12)
+    assert ap.PathKernel(feats).mode == "gram" and ap.PathKernel(feats, max_gram_bytes=need - 1).mode == "lowrank"
+    monkeypatch.setattr(kernels, "available_bytes", lambda: 2 * need - 8)  # half of it is just too little
+    low = ap.PathKernel(feats)
+    assert low.mode == "lowrank"
+    monkeypatch.setattr(kernels, "available_bytes", lambda: None)  # unknown: the limit alone decides
+    gram = ap.PathKernel(feats)
+    assert gram.mode == "gram"
+    U = random_spd(4, np.random.default_rng(1))
+    np.testing.assert_allclose(low.kernel(U), gram.kernel(U), rtol=1e-12, atol=1e-14)
+    M = random_spd(30, np.random.default_rng(2))
+    np.testing.assert_allclose(low.contract(M), gram.contract(M), rtol=1e-12, atol=1e-12)
+    monkeypatch.undo()  # the real one reads /proc/meminfo where there is one
+    avail = kernels.available_bytes()
+    assert avail is None or avail > 0

@@ -13,10 +13,24 @@ import torch
 from attention_paths.base import config
 from attention_paths.theory.checks import check_features, check_order_parameter
 
-__all__ = ["PathKernel", "gram_tensor", "renormalized_kernel", "gp_kernel", "path_kernel"]
+__all__ = ["PathKernel", "gram_tensor", "renormalized_kernel", "gp_kernel", "path_kernel", "available_bytes"]
 
-# The path-Gram tensor is used when it fits in this many bytes; otherwise the low-rank form.
+# The path-Gram tensor is used when it fits in this many bytes and in half the memory available; otherwise the
+# low-rank form.
 DEFAULT_GRAM_BYTES = 2 * 1024**3
+
+
+def available_bytes() -> float | None:
+    """The memory the system can give without swapping (``MemAvailable`` of ``/proc/meminfo``), or ``None``
+    where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return 1024.0 * float(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def gram_tensor(X) -> np.ndarray:
@@ -90,7 +104,10 @@ class PathKernel:
     ----------
     features : [P, N0, Pi] scaled path features
     mode : ``'auto'``, ``'gram'`` or ``'lowrank'``
-    max_gram_bytes : memory limit for the Gram tensor in ``'auto'`` mode
+    max_gram_bytes : memory limit for the Gram tensor in ``'auto'`` mode; the packed tensor is also kept
+        within half of the memory available when the kernel is made (:func:`available_bytes`).  Both forms give
+        the same kernels to rounding (tests); at 64 paths and P = 600 the packed tensor needs 3.0 GB, so
+        ``'auto'`` takes the low-rank form there (which also wins for N0 < 8 Pi)
     device : where the low-rank products (the cost that grows as ``P^2 N0 Pi``) run: ``None`` (default)
         numpy on the CPU; ``'auto'`` a CUDA GPU through torch when there is one (else numpy), or any torch
         device such as ``'cuda:0'`` or ``'cpu'``.  Always float64; inputs and results stay numpy arrays.
@@ -108,6 +125,8 @@ class PathKernel:
         self._Xr = self.X.reshape(-1, self.n_paths)  # [P*N0, Pi]
         gram_bytes = 8.0 * self.P * (self.P + 1) * self.n_paths * (self.n_paths + 1) / 4
         if mode == "auto":
+            avail = available_bytes()
+            max_gram_bytes = max_gram_bytes if avail is None else min(max_gram_bytes, 0.5 * avail)
             # The Gram contraction costs P^2 Pi^2 against P^2 N0 Pi for the low-rank GEMM; the
             # GEMM runs near peak while the contraction is memory bound, so prefer it unless N0 >> Pi.
             mode = "gram" if (gram_bytes <= max_gram_bytes and self.N0 >= 8 * self.n_paths) else "lowrank"
