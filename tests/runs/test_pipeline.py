@@ -593,3 +593,36 @@ def test_claims_text_fits_the_column():
     claims = [{"id": "C5", "claim": "word " * 40, "passed": False, "detail": "1.0 " * 60}]
     text = format_claims(claims)
     assert text.startswith("[FAIL] C5: word") and max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_the_ensemble_summary_is_a_results_folder(tmp_path):
+    """Issue 35 §5: the ``ensemble`` stage writes its table through the results writer (format version and
+    digests), from one member's committed network, theory and pruning runs; a damaged byte is refused."""
+    from attention_paths.base import config
+
+    data = config.repo_data_dir()
+    ctx = pl.StageContext(
+        name="ensemble",
+        out=tmp_path / "ensemble",
+        inputs={
+            "paper.train": data / "omniglot-paper",
+            "paper.omniglot-theory": data / "omniglot-theory" / "paper-sizes-paper-network",
+            "paper.pruning": data / "pruning" / "paper-network",
+        },
+        work=tmp_path / "work",
+        params={"members": [[42, "paper"]]},
+    )
+    ctx.out.mkdir()
+    tally = stages.stage_ensemble(ctx)
+    summary, arrays = results.read(ctx.out)
+    assert summary["format"] == results.FORMAT and summary["experiment"] == "ensemble" and arrays == {}
+    assert summary["members"] == [[42, "paper"]] and [r["seed"] for r in summary["rows"]] == [42]
+    assert tally == {cid: f"{t['holds']}/{t['of']}" for cid, t in summary["tally"].items()} and tally
+    assert all(t["of"] == 1 for t in summary["tally"].values())
+    record = json.loads((data / "omniglot-paper" / "record.json").read_text())
+    assert summary["rows"][0]["accuracy"]["test"][0] == record["accuracies"]["test"]["accuracy"]
+    raw = bytearray((ctx.out / results.SUMMARY).read_bytes())
+    raw[-3] ^= 1
+    (ctx.out / results.SUMMARY).write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="summary.json"):
+        results.read(ctx.out)

@@ -325,7 +325,8 @@ def reproduction_stages(
 
 # ------------------------------------------------------------------------------------------ the ensemble
 def stage_ensemble(ctx: StageContext) -> dict:
-    """The per-network table, the spread over networks and the claim tally of every member (issue 23)."""
+    """The per-network table, the spread over networks and the claim tally of every member (issue 23), as the
+    ``summary.json`` of a results folder (:func:`attention_paths.runs.results.write`)."""
 
     rows = []
     for seed, name in ctx.params["members"]:
@@ -340,7 +341,7 @@ def stage_ensemble(ctx: StageContext) -> dict:
         "spread": ensemble.spread(rows),
         "tally": ensemble.claim_tally(rows),
     }
-    atomic_write_json(ctx.out / "summary.json", summary)
+    results.write(ctx.out, summary, {})  # a results folder: format version and digests, read by results.read
     return {cid: f"{t['holds']}/{t['of']}" for cid, t in summary["tally"].items()}
 
 
