@@ -105,13 +105,16 @@ def _conditional_design(net, x):
     return np.array(rows)
 
 
+@pytest.mark.parametrize("heads", [(2, 3), (2, 1, 2)])
 @pytest.mark.parametrize("readout", ["last", "mean"])
-def test_exact_conditional_kernel_and_posterior_mean(readout):
-    """Given a, V^(l>=1), f is a GP in x with kernel K^{U(Theta)} (T§6.3); its posterior mean is kernel regression."""
-    heads, sigma0_2, tau = (2, 3), 1.3, 0.2
+def test_exact_conditional_kernel_and_posterior_mean(readout, heads):
+    """Given a, V^(l>=1), f is a GP in x with kernel K^{U(Theta)} (T§6.3); its posterior mean is kernel regression
+    (two layers, and three: the nested U_1 of a 3-layer network)."""
+    sigma0_2, tau = 1.3, 0.2
     x, y, layers, r, _ = random_instance(heads, P=14, readout=readout, seed=4)
     xs = np.random.default_rng(9).standard_normal((6,) + x.shape[1:])
-    net = ap.AttentionPathNetwork(layers, r, (4, 5, 6), (sigma0_2, 0.7, 1.3, 0.9))
+    L = len(heads)
+    net = ap.AttentionPathNetwork(layers, r, (4, 5, 6, 3)[: L + 1], (sigma0_2, 0.7, 1.3, 0.9, 1.1)[: L + 2])
     net.sample_prior(torch.Generator().manual_seed(2))
     M = _conditional_design(net, x)
     Ms = _conditional_design(net, xs)
