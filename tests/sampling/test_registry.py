@@ -149,7 +149,8 @@ def test_registration_is_checked(registered):
 
     sp.register_sampler(Liar())
     registered.append(Liar())
-    with pytest.raises(TypeError, match=r"sampler 'liar' \(Liar\) broke its contract: .* of kind 'liar', got PosteriorSamples 'echo'"):
+    breach = r"sampler 'liar' \(Liar\) broke its contract: .* of kind 'liar', got PosteriorSamples 'echo'"
+    with pytest.raises(TypeError, match=breach):
         sp.sample("liar", *ARGS, config=sp.SamplerConfig(num_samples=2, num_chains=1))
 
 
