@@ -186,6 +186,11 @@ def test_commit_refuses_an_unfinished_run_and_resume_from_continues_it(tmp_path)
     assert rec["accuracies"]["test"]["episodes"] == 64 and rec["accuracies"]["MNIST"]["episodes"] == 2115
     assert "test" not in rec["accuracies_best"] and "not kept" in rec["accuracies_best"]["note"]
     assert rec["accuracies_best"]["step"] == resumed["best_validation"]["step"]
+    # the committed folder is sealed with the record as finally written (issue 37 §1)
+    seal = checkpoints.verify_network_folder(tmp_path / "data" / "omniglot-x")
+    assert seal["files_sha256"]["record.json"] == checkpoints.checkpoint_sha256(
+        tmp_path / "data" / "omniglot-x" / "record.json"
+    )
     with pytest.raises(FileNotFoundError, match="does not exist"):
         tr.train(cfg, tmp_path / "new", progress=False, resume_from=tmp_path / "missing.pt")
     with pytest.raises(ValueError, match="threads"):

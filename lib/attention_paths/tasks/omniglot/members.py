@@ -15,7 +15,6 @@ every network**, so that the networks' accuracies differ by their weights alone,
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import replace
@@ -25,7 +24,14 @@ import numpy as np
 
 from attention_paths.base.io import atomic_write_json
 from attention_paths.base.provenance import hardware, provenance
-from attention_paths.tasks.omniglot.checkpoints import checkpoint_sha256, export_checkpoint, load_trained
+from attention_paths.tasks.omniglot.checkpoints import (
+    checkpoint_sha256,
+    committed_checkpoint,
+    export_checkpoint,
+    load_trained,
+    read_json,
+    seal_network_folder,
+)
 from attention_paths.tasks.omniglot.data import load_ood, load_split
 from attention_paths.tasks.omniglot.episodes import fixed_episodes, ood_episodes
 from attention_paths.tasks.omniglot.recipe import TRAIN_CONFIGS, network_dir, network_name, register_network
@@ -112,7 +118,7 @@ def commit_network(run_dir, dest_dir, *, root=None, test_episodes: int = PRECISE
     An unfinished run raises ``ValueError`` (commit its resumable state instead).
     """
     run_dir, dest_dir = Path(run_dir), Path(dest_dir)
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = read_json(run_dir / "summary.json", "training summary")
     if not summary.get("finished"):
         raise ValueError(
             f"{run_dir} holds an unfinished run ({summary.get('steps_done')} of {summary['config']['steps']} "
@@ -142,6 +148,7 @@ def commit_network(run_dir, dest_dir, *, root=None, test_episodes: int = PRECISE
             "after the best step); only their training-time validation accuracy is known",
         }
     atomic_write_json(dest_dir / "record.json", record)
+    seal_network_folder(dest_dir)
     return record
 
 
@@ -163,9 +170,9 @@ def record_precise_accuracies(name: str, *, root=None, data_dir=None, test_episo
     ``record.json`` (the model file is not touched; its SHA-256 is checked first).  The best-validation
     checkpoint of a network committed before issue 23 was not kept: its record says so."""
     folder = network_dir(name, data_dir)
-    record = json.loads((folder / "record.json").read_text())
-    if checkpoint_sha256(folder / "model.pt") != record["exported"]["sha256"]:
-        raise ValueError(f"{folder / 'model.pt'} does not match the SHA-256 in its record.json")
+    if committed_checkpoint(name, data_dir) is None:  # the folder checked against its seal and record
+        raise FileNotFoundError(f"network {name!r} is not committed: {folder} holds no model.pt")
+    record = read_json(folder / "record.json", "network record")
     if "accuracies_training" in record:
         raise ValueError(f"{folder / 'record.json'} already holds precise accuracies")
     net, _ = load_trained(folder / "model.pt")
@@ -179,6 +186,7 @@ def record_precise_accuracies(name: str, *, root=None, data_dir=None, test_episo
         },
     )
     atomic_write_json(folder / "record.json", record)
+    seal_network_folder(folder)
     return record
 
 
