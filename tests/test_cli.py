@@ -434,3 +434,26 @@ def test_ensemble_status_on_a_damaged_network_record_is_one_line_naming_it(tmp_p
     record.write_text(text)
     seal_network_folder(folder)
     assert main(argv) == 0 and "paper-seed1.train" in capsys.readouterr().out  # the repaired folder is read
+
+
+@pytest.mark.parametrize(
+    "name, folder",
+    [
+        ("hmc", "hmc-paper"),
+        ("omniglot-theory", "omniglot-theory/paper-sizes-paper-network"),
+        ("pruning", "pruning/paper-network"),
+    ],
+)
+def test_the_headline_names_keys_the_summary_has(name, folder):
+    """Every headline key of a record is a key of the experiment's summary (a committed run's; the command line
+    adds ``wall_seconds``), and the headline leaves out the bulk (per-seed, per-width and per-combination
+    tables, provenance)."""
+    import json
+
+    from attention_paths.runs.registry import EXPERIMENTS
+
+    keys = set(json.loads((ROOT / "data" / folder / "summary.json").read_text())) | {"wall_seconds"}
+    headline = set(EXPERIMENTS[name].headline)
+    assert headline <= keys, headline - keys
+    bulk = {"provenance", "config", "seed_sets", "sampled", "per_width", "singles", "combinations", "solver"}
+    assert not headline & bulk and (keys - headline) & bulk
