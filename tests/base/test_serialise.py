@@ -94,6 +94,8 @@ def test_a_folder_that_does_not_hold_its_fields_is_refused():
         from_folder(Result, summary, {k: v for k, v in arrays.items() if k != "U"})
     with pytest.raises(FolderError, match="is not a demo run"):
         from_folder(Result, summary | {"experiment": "other"}, arrays)
+    with pytest.raises(FolderError, match=r"field 'first_U' cannot be derived from what is stored \(IndexError"):
+        from_folder(Result, summary, arrays | {"U": np.zeros(0)})
     bad = json.loads(json.dumps(summary))
     bad["parts"] = {"ten": bad["parts"]["10"]}
     with pytest.raises(FolderError, match=r"field 'parts' has the key 'ten', not an integer"):

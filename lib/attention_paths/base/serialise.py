@@ -222,7 +222,10 @@ def _read_record(cls, record, path: tuple, ctx: _Context, json: bool, root: bool
         spec = _spec(cls, f.name)
         if spec.to == "derived":
             ctx.parent, ctx.keys = kwargs, keys
-            kwargs[f.name] = spec.derive(ctx)
+            try:
+                kwargs[f.name] = spec.derive(ctx)
+            except (LookupError, TypeError, AttributeError) as err:
+                _fail(ctx, ".".join(path + (f.name,)), f"cannot be derived from what is stored ({err!r})")
     unknown = (
         sorted(set(record) - known) if not any(_spec(cls, f.name).flatten for f in dataclasses.fields(cls)) else []
     )
