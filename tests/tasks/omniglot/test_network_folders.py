@@ -285,3 +285,13 @@ def test_omniglot_train_uses_the_registered_precision(tmp_path, monkeypatch, arg
     assert main(["omniglot-train", *argv, "--out", str(tmp_path / "t"), "--quiet"]) == 0
     name = argv[1]
     assert seen["precision"] == precision and seen["cfg"] == recipe.network_config(name)
+
+
+def test_resuming_from_a_damaged_committed_pair_is_refused(tmp_path):
+    """`--resume-from data/omniglot-<name>/resume.pt`: the pair is checked against its seal before resuming."""
+    _omniglot_or_skip()
+    folder = _copy("paper-2x8", tmp_path)
+    _same_size_edit(folder / "resume.json", '"steps_done": 2000,', '"steps_done": 4000,')
+    with pytest.raises(ValueError, match=r"omniglot-paper-2x8/resume.json is damaged or was edited"):
+        tr.train(recipe.network_config("paper-2x8"), tmp_path / "out", progress=False, resume_from=folder / "resume.pt")
+    assert not (tmp_path / "out" / "last.pt").exists()

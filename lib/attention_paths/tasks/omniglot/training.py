@@ -23,6 +23,7 @@ from attention_paths.base.io import atomic_write_json
 from attention_paths.base.progress import progress_bar
 from attention_paths.base.provenance import hardware, provenance
 from attention_paths.tasks.omniglot.checkpoints import (
+    SEAL,
     _atomic_torch_save,
     _read_checkpoint,
     checkpoint_precision,
@@ -30,6 +31,7 @@ from attention_paths.tasks.omniglot.checkpoints import (
     committed_checkpoint,
     disk_full_guard,
     load_trained,
+    verify_network_folder,
 )
 from attention_paths.tasks.omniglot.data import load_split
 from attention_paths.tasks.omniglot.episodes import Episodes, evaluation_sets, sample_episodes
@@ -216,6 +218,8 @@ def _resume(
     """Load an interrupted run's ``last.pt`` into the network, optimiser, data generator and loss scaler;
     returns ``(step, history, best, seconds)``.  Only the number of steps may differ from ``cfg``; the
     precision (``float32``, ``bfloat16``, ``float16``) is part of the resumable state and may not change."""
+    if (start.parent / SEAL).exists():  # a committed resumable state: the pair checked against its seal first
+        verify_network_folder(start.parent)
     ck = _read_checkpoint(start, dev, need=_RESUME_KEYS)
     recorded = {k: v for k, v in ck["config"].items() if k != "steps"}
     if recorded != {k: v for k, v in asdict(cfg).items() if k != "steps"}:  # a run can be extended, not changed
