@@ -457,3 +457,17 @@ def test_the_headline_names_keys_the_summary_has(name, folder):
     assert headline <= keys, headline - keys
     bulk = {"provenance", "config", "seed_sets", "sampled", "per_width", "singles", "combinations", "solver"}
     assert not headline & bulk and (keys - headline) & bulk
+
+
+@pytest.mark.parametrize(
+    "argv", [["omniglot-theory", "--help"], ["omniglot-train", "--seeds", "1"], ["pruning", "--network", "paper-seed7"]]
+)
+def test_subcommand_help_and_option_errors_load_nothing_heavy(argv):
+    """Issue 35 §7: a subcommand's --help, a wrong option and a bad network name answer from the registry's
+    records alone, before torch, numpy, JAX or dask load."""
+    code = (
+        "import sys\nfrom attention_paths.__main__ import main\ntry:\n    main(%r)\nexcept SystemExit as e:\n"
+        "    print('EXIT', e.code, *[m for m in ('torch', 'numpy', 'jax', 'dask', 'scipy') if m in sys.modules])"
+    ) % (argv,)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.stdout.split()[-2:] == ["EXIT", "0" if "--help" in argv else "2"], (out.stdout, out.stderr)
