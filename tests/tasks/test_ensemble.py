@@ -318,3 +318,19 @@ def test_a_committed_member_is_sealed_and_reads_back(tmp_path):
     assert record["training_note"] != "paused once"
     row = ensemble_runs.load_member(name, 1, data)
     assert (row.seed, row.name, row.spearman) == (1, name, ensemble_runs.load_member(name, 1).spearman)
+
+
+def test_the_old_ensemble_module_names_are_deprecated_aliases():
+    """Issue 35 §5: the three modules named ensemble.py have distinct names; the two renamed ones answer to
+    their old names for one release, with a DeprecationWarning naming the new one."""
+    from attention_paths import runs
+    from attention_paths.runs import committed_ensemble
+    from attention_paths.tasks import omniglot
+    from attention_paths.tasks.omniglot import members
+
+    with pytest.warns(DeprecationWarning, match="runs.ensemble is now attention_paths.runs.committed_ensemble"):
+        assert runs.ensemble is committed_ensemble
+    with pytest.warns(DeprecationWarning, match="omniglot.ensemble is now attention_paths.tasks.omniglot.members"):
+        assert omniglot.ensemble is members
+    with pytest.raises(AttributeError, match="has no attribute 'ensembel'"):
+        runs.ensembel
