@@ -295,3 +295,28 @@ def test_resuming_from_a_damaged_committed_pair_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"omniglot-paper-2x8/resume.json is damaged or was edited"):
         tr.train(recipe.network_config("paper-2x8"), tmp_path / "out", progress=False, resume_from=folder / "resume.pt")
     assert not (tmp_path / "out" / "last.pt").exists()
+
+
+def test_torchs_short_write_error_is_a_full_disk_and_other_errors_pass(tmp_path, monkeypatch):
+    """torch reports a full disk as RuntimeError("[enforce fail ...] unexpected pos ..."): a DiskFullError naming
+    the folder, with the temporary file removed; an error that is not about space passes unchanged."""
+
+    def short_write(obj, fh):
+        fh.write(b"\0" * 100)
+        raise RuntimeError("[enforce fail at inline_container.cc:595] . unexpected pos 64 vs 0")
+
+    monkeypatch.setattr(checkpoints.torch, "save", short_write)
+    with pytest.raises(checkpoints.DiskFullError, match=rf"no space left on the disk of {tmp_path} .*unexpected pos"):
+        checkpoints._atomic_torch_save({"model": {}}, tmp_path / "last.pt")
+    assert list(tmp_path.iterdir()) == []
+
+    def other(obj, fh):
+        raise RuntimeError("cannot pickle this object")
+
+    monkeypatch.setattr(checkpoints.torch, "save", other)
+    with pytest.raises(RuntimeError, match="^cannot pickle this object$"):
+        checkpoints._atomic_torch_save({"model": {}}, tmp_path / "last.pt")
+    monkeypatch.setattr(checkpoints.torch, "save", lambda obj, fh: (_ for _ in ()).throw(PermissionError(13, "denied")))
+    with pytest.raises(PermissionError):
+        checkpoints._atomic_torch_save({"model": {}}, tmp_path / "last.pt")
+    assert list(tmp_path.iterdir()) == []

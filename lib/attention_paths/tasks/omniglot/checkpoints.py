@@ -50,6 +50,10 @@ class DiskFullError(OSError):
     """No space was left on the disk while writing a training's files; the message names the folder."""
 
 
+# torch's own words for a short write (its zip writer does not raise OSError), and the C library's
+_FULL_DISK_MESSAGES = ("unexpected pos", "file write failed", "No space left on device")
+
+
 @contextlib.contextmanager
 def disk_full_guard(folder):
     """Turn a full disk while writing into ``folder`` (``OSError`` ENOSPC, or torch's ``RuntimeError`` of a
@@ -59,8 +63,8 @@ def disk_full_guard(folder):
     except DiskFullError:
         raise
     except (OSError, RuntimeError) as err:
-        text = str(err)
-        if getattr(err, "errno", None) != errno.ENOSPC and "unexpected pos" not in text and "No space" not in text:
+        full = getattr(err, "errno", None) == errno.ENOSPC or any(m in str(err) for m in _FULL_DISK_MESSAGES)
+        if not full:
             raise
         raise DiskFullError(
             errno.ENOSPC,
