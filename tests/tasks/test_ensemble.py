@@ -169,6 +169,10 @@ def test_a_committed_member_spends_its_resumable_state(tmp_path):
     (tmp_path / "resume.json").write_text(json.dumps({"note": "another"}))  # an existing note is kept
     spend_resume_state(tmp_path)
     assert json.loads((tmp_path / "record.json").read_text())["training_note"] == "paused once"
+    (tmp_path / "resume.json").write_text('{"note": "cut')  # damaged: named, and nothing is removed
+    with pytest.raises(ValueError, match=r"resume record .*resume.json is damaged \(not valid JSON"):
+        spend_resume_state(tmp_path)
+    assert (tmp_path / "resume.json").exists()
 
 
 def test_limit_gaps_find_the_cell_farthest_from_the_gp_limit():

@@ -39,7 +39,12 @@ from attention_paths.runs.experiments import load_run, stage_network
 from attention_paths.runs.pipeline import Stage, StageContext
 from attention_paths.runs.registry import EXPERIMENTS
 from attention_paths.tasks import ensemble
-from attention_paths.tasks.omniglot.checkpoints import committed_checkpoint, resume_state, seal_network_folder
+from attention_paths.tasks.omniglot.checkpoints import (
+    committed_checkpoint,
+    read_json,
+    resume_state,
+    seal_network_folder,
+)
 from attention_paths.tasks.omniglot.data import load_ood, load_split
 from attention_paths.tasks.omniglot.members import ENSEMBLE_SEEDS, commit_network, member_name
 from attention_paths.tasks.omniglot.recipe import config_for, network_dir
@@ -429,8 +434,8 @@ def spend_resume_state(folder) -> None:
     folder = Path(folder)
     note_file, record_file = folder / "resume.json", folder / "record.json"
     if note_file.exists() and record_file.exists():
-        note = json.loads(note_file.read_text()).get("note")
-        record = json.loads(record_file.read_text())
+        note = read_json(note_file, "resume record").get("note")  # damage named, not a bare JSONDecodeError
+        record = read_json(record_file, "network record")
         if note and "training_note" not in record:
             atomic_write_json(record_file, record | {"training_note": note})
     for spent in (folder / "resume.pt", note_file):
