@@ -120,8 +120,14 @@ def _draws_digest(smp) -> str:
 
 # SHA-256 (first 16 hex digits) of U, mean_samples and var_samples of the two runs below, recorded with the code
 # before the sampler registry (commit 11c2582: nuts.sample_rao_blackwell / nuts.sample("full", path_inputs=...)),
-# on x86_64 with jax 0.10.2: the registry must give the same draws, bit for bit
-DRAWS_BEFORE_REGISTRY = {"rao-blackwell": "e837261d9ffa9055", "full": "4701fcdb6ecc7538"}
+# on x86_64 with jax 0.10.2: the registry must give the same draws, bit for bit.  The Rao-Blackwellised run's
+# conditional predictions have since been computed by another contraction (sampling.predictions, issue 34; at
+# 11c2582 its digest was e837261d9ffa9055, the predictions differ by 1e-15 relative): its digest covers U alone.
+DRAWS_BEFORE_REGISTRY = {"rao-blackwell": "4ab67c43f96bd82b", "full": "4701fcdb6ecc7538"}
+
+
+def _rb_digest(smp) -> str:
+    return hashlib.sha256(np.ascontiguousarray(smp.U, dtype=np.float64).tobytes()).hexdigest()[:16]
 
 
 def test_seeded_runs_are_reproducible_bit_for_bit():
@@ -143,7 +149,7 @@ def test_seeded_runs_are_reproducible_bit_for_bit():
     assert not np.array_equal(a.U, c.U)
     assert e.settings["sampler"] == {**dataclasses.asdict(cfg), "max_tree_depth": 10}  # no path inputs recorded
     if platform.machine() == "x86_64" and jax.__version__ == "0.10.2":  # where the digests were recorded
-        assert {"rao-blackwell": _draws_digest(f), "full": _draws_digest(e)} == DRAWS_BEFORE_REGISTRY
+        assert {"rao-blackwell": _rb_digest(f), "full": _draws_digest(e)} == DRAWS_BEFORE_REGISTRY
 
 
 @pytest.mark.parametrize("mode", ["lowrank", "packed"])

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import numpyro
 
 from attention_paths.sampling.diagnostics import chain_diagnostics, warn_if_bad
@@ -25,6 +24,7 @@ from attention_paths.sampling.nuts import (
     weight_sites,
     with_tree_depth,
 )
+from attention_paths.sampling.predictions import conditional_predictions
 from attention_paths.sampling.samples import PosteriorSamples, SamplerConfig
 from attention_paths.theory.architecture import Architecture
 from attention_paths.theory.checks import check_features, check_training_set
@@ -165,7 +165,7 @@ def sample_rao_blackwell(
     mcmc, wall = run_nuts(rb_model, config, progress, nll=nll, arch=arch)
     s = mcmc.get_samples(group_by_chain=True)
     U = sample_U(s, arch)
-    mean, var = _conditional_predictions(U, ops, jnp.asarray(y), tau, jnp.asarray(Xt))
+    mean, var = conditional_predictions(U, X, y, tau, Xt)
     diag = chain_diagnostics(mcmc.get_extra_fields(group_by_chain=True), U, mean)
     warn_if_bad(diag, "Rao-Blackwellised")
     N = [int(n) for n in arch.widths]
@@ -178,33 +178,6 @@ def sample_rao_blackwell(
         "n_parameters": int(sum(H * N[l + 1] * N[l] for l, H in enumerate(arch.heads)) + N[-1]),
     }
     return PosteriorSamples("rao-blackwell", settings, U, mean, var, diag, wall)
-
-
-def _conditional_predictions(U, ops: KernelOps, y, tau, Xt, batch: int = 64):
-    """Exact GP-regression mean and variance at the test inputs for every sampled ``U``."""
-    M, N0, Pi = Xt.shape
-    Xtf = Xt.reshape(M, -1)
-    Xtr = Xt.reshape(-1, Pi)
-    Xf, P = ops.Xf, ops.P
-
-    @jax.jit
-    def one(Us):
-        K = ops.kernel(Us) + tau * jnp.eye(P)
-        Lc = jnp.linalg.cholesky(K)
-        k = Xf @ (Xtr @ Us.T).reshape(M, -1).T  # [P, M]
-        alpha = jax.scipy.linalg.cho_solve((Lc, True), y)
-        v = jax.scipy.linalg.solve_triangular(Lc, k, lower=True)
-        kdiag = jnp.einsum("mj,mj->m", Xtf, (Xtr @ Us.T).reshape(M, -1))
-        return k.T @ alpha, jnp.maximum(kdiag - jnp.sum(v * v, axis=0), 0.0)
-
-    flat = U.reshape(-1, Pi, Pi)
-    means, vars_ = [], []
-    for i in range(0, flat.shape[0], batch):
-        m, v = jax.lax.map(one, jnp.asarray(flat[i : i + batch]))
-        means.append(np.asarray(m))
-        vars_.append(np.asarray(v))
-    shape = U.shape[:2] + (M,)
-    return np.concatenate(means).reshape(shape), np.concatenate(vars_).reshape(shape)
 
 
 class RaoBlackwellSampler(Sampler):
