@@ -289,3 +289,67 @@ def test_heads_of_an_architecture_and_the_reference_combinations():
     np.testing.assert_allclose(c, expected)
     with pytest.raises(ValueError, match="do not fit heads per layer"):
         pr.pruned_outputs(np.ones((3, 16)), [], (2, 2, 2))
+    # 2 heads per layer: a pair of one layer's heads, or a layer's "3 lowest", would leave it no head
+    assert pr.keeps_every_layer([(0, 0), (1, 1)], (2, 2)) and not pr.keeps_every_layer([(1, 0), (1, 1)], (2, 2))
+    scores = [np.array([0.9, 1.0]), np.array([0.1, 0.2])]  # the two lowest are both of layer 2
+    assert pr.combinations_from_scores(scores) == {}  # each would remove a whole layer
+    four = pr.combinations_from_scores([np.arange(4.0), np.arange(4.0) + 0.5])  # 2 x 4: all six, as before
+    assert four["3 lowest"] == [(0, 0), (1, 0), (0, 1)] and len(four) == 6
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning")
+def test_the_pruning_run_of_a_three_layer_network_end_to_end(tmp_path):
+    """A 3 layers x 3 heads network (random weights, 27 paths): extraction, the one-shot theory and the whole
+    pruning run; every head of the architecture is scored, dropped alone and in pairs, the tables name them, and
+    the results folder reloads as the same architecture.  (An untrained network's rankings tie where U is the
+    identity, at the widest grid points: Spearman's rho is undefined there, NaN with scipy's warning.)"""
+    from attention_paths.runs import experiments, results
+    from attention_paths.tasks import oneshot as osh
+    from attention_paths.tasks.omniglot import data as om
+
+    try:
+        om.omniglot_tree(download=False)
+        om.load_ood("MNIST", download=False)
+    except om.DatasetMissingError:
+        pytest.skip("no Omniglot / MNIST under $ATTENTION_PATHS_DATA (run .ci/run)")
+    import dataclasses
+
+    net = InContextTransformer(d_model=16, d_qk=8, n_layers=3, n_heads=3, seed=4)
+    rec = {"config": {"d_model": 16, "d_qk": 8, "n_layers": 3, "n_heads": 3, "seed": 4}, "source": "test"}
+    cfg = dataclasses.asdict(
+        dataclasses.replace(osh.ONESHOT_EXPERIMENT["quick"], P=20, n_eval=20, train_batches=1, eval_pool=128)
+    )
+    data = osh.extract(net, cfg, record=rec)
+    theory = osh.run_oneshot("quick", sample=False, data=data, record=rec)
+    assert theory.heads == (3, 3, 3) and theory.U.shape[2:] == (27, 27)
+    res = pr.run_pruning("quick", theory=theory, network="quick", net=net, record=rec)
+    names = [pr.head_name(h) for h in pr.all_heads((3, 3, 3))]
+    assert res.heads == (3, 3, 3) and sorted(res.scores) == sorted(res.singles) == sorted(res.order) == sorted(names)
+    # every pair of the 9 heads; no literal reference combinations for 3 x 3 x 3
+    assert len(res.pairs) == 36 and res.reference_combinations == {}
+    kept = [
+        pr.keeps_every_layer([pr.parse_head_name(h, res.heads) for h in c.heads], res.heads)
+        for c in res.combinations.values()
+    ]
+    # a layer's three lowest would be all its heads: left out, its two lowest kept
+    assert all(kept) and not any(k.startswith("3 lowest of layer") for k in res.combinations)
+    assert {f"2 lowest of layer {l}" for l in (1, 2, 3)} <= set(res.combinations)
+    assert all(F.shape[1] == 27 for F in res.F.values())
+    # a single head's drop is the accuracy lost by the layer-wise forward pass with that head removed
+    eps_F, y = res.F["test"], res.y["test"]
+    for k in ("(1)1", "(3)3"):
+        h = pr.parse_head_name(k, res.heads)
+        lost = 100.0 * (
+            pr.correct(eps_F.sum(1) / np.sqrt(27), y).mean()
+            - pr.correct(pr.pruned_outputs(eps_F, [h], res.heads), y).mean()
+        )
+        assert res.singles[k].drop["test"] == pytest.approx(lost, abs=1e-9)
+    table = pr.format_table(res)
+    assert all(f"  {k} (score" in table for k in names)
+    assert "rank" in pr.format_statistics(res)
+    summary, arrays = pr.pruning_summary(res)
+    results.write(tmp_path, summary, arrays)
+    back = experiments.load_run(tmp_path, "pruning")
+    assert back.heads == (3, 3, 3) and pr.format_table(back) == table
+    assert [c["id"] for c in back.claims] == [c["id"] for c in summary["claims"]]

@@ -13,7 +13,7 @@ from attention_paths.base.config import get_scale
 from attention_paths.base.serialise import from_folder, to_folder
 from attention_paths.tasks.omniglot.training import load_network
 from attention_paths.tasks.oneshot.claims import oneshot_claims
-from attention_paths.tasks.oneshot.data import EVAL_SETS, HEADS, OneShotData, _eval_stack, extract
+from attention_paths.tasks.oneshot.data import EVAL_SETS, OneShotData, _eval_stack, extract
 from attention_paths.tasks.oneshot.grid import edge_scan, gp_line, panel, select_temperatures, theory_grid
 from attention_paths.tasks.oneshot.posterior import sample_oneshot, sampled_run, with_budget
 from attention_paths.tasks.oneshot.result import (
@@ -203,7 +203,7 @@ def _cold_solve_check(data: OneShotData, cfg: dict, U10) -> dict:
         PathKernel(data.features["train"]),
         data.y["train"],
         cfg["panel_tau"],
-        Architecture.uniform(HEADS, cfg["panel_N"]),
+        Architecture.uniform(data.heads, cfg["panel_N"]),
     )
     check = solve(action, n_restarts=2, seed=1)
     return {
@@ -225,7 +225,7 @@ def _paired_predictions(data: OneShotData, grid: dict, sel_val: dict, X_eval) ->
         tau_theory=t_th,
         tau_gp=t_gp,
         theory=predict(U_small, X, y, t_th, X_eval, return_var=False).mean,
-        gp=predict(np.eye(16), X, y, t_gp, X_eval, return_var=False).mean,
+        gp=predict(np.eye(data.n_paths), X, y, t_gp, X_eval, return_var=False).mean,
     )
 
 

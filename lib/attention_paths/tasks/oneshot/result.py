@@ -192,6 +192,11 @@ class OneShotResult:
         of this type (:func:`~.invariants.check_oneshot`); the reader of a results folder calls it."""
         check_oneshot(self, folder)
 
+    @property
+    def heads(self) -> tuple[int, ...]:
+        """Heads per layer of the analysed network (one head score per head; ``U`` is over their paths)."""
+        return tuple(len(h) for h in self.panel.head_scores)
+
     def slices(self) -> dict[str, slice]:
         """Where each evaluation set sits in the stacked predictions (``panel.mean``, ``paired``, ...)."""
         if self.data is not None:

@@ -38,6 +38,7 @@ from attention_paths.tasks.pruning.heads import (
     REFERENCE_CUMULATIVE_ORDER,
     all_heads,
     heads_of_names,
+    keeps_every_layer,
     reference_combinations,
 )
 from attention_paths.tasks.pruning.network import (
@@ -79,6 +80,7 @@ __all__ = [
     "REFERENCE_CUMULATIVE_ORDER",
     "all_heads",
     "heads_of_names",
+    "keeps_every_layer",
     "reference_combinations",
     "PruningExperimentConfig",
     "PRUNING_EXPERIMENT",

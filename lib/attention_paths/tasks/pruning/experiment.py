@@ -14,12 +14,10 @@ from attention_paths.tasks.omniglot.recipe import config_for
 from attention_paths.tasks.omniglot.training import load_network
 from attention_paths.tasks.oneshot import OneShotResult, run_oneshot
 from attention_paths.tasks.pruning.claims import pruning_claims
+from attention_paths.tasks.pruning.heads import all_heads, keeps_every_layer, reference_combinations
 from attention_paths.tasks.pruning.network import correct, drop_with_error, path_outputs, pruned_outputs
 from attention_paths.tasks.pruning.result import (
-    ALL_HEADS,
     EVAL_SETS,
-    HEADS,
-    REFERENCE_COMBINATIONS,
     PrunedNetwork,
     PruningResult,
     head_name,
@@ -61,10 +59,10 @@ PRUNING_EXPERIMENT = {
 }
 
 
-def _pruned_accuracy(pruned, F: dict, y: dict, full: dict) -> tuple[PrunedNetwork, dict]:
-    """Accuracy and drop (with its paired standard error) of the network with the heads ``pruned`` silenced, on
-    every set; and the per-episode correctness."""
-    per = {s: correct(pruned_outputs(F[s], pruned), y[s]) for s in F}
+def _pruned_accuracy(pruned, F: dict, y: dict, full: dict, heads) -> tuple[PrunedNetwork, dict]:
+    """Accuracy and drop (with its paired standard error) of the network (``heads`` per layer) with the heads
+    ``pruned`` silenced, on every set; and the per-episode correctness."""
+    per = {s: correct(pruned_outputs(F[s], pruned, heads), y[s]) for s in F}
     drop = {s: drop_with_error(full[s], per[s]) for s in F}
     return PrunedNetwork(
         heads=[head_name(h) for h in pruned],
@@ -78,10 +76,10 @@ def _selected_tau_scores(theory: OneShotResult, i_n: int) -> dict:
     """Head scores at the validation-selected temperature of the panel's width (the paper's "selected
     temperature" scores)."""
     i_sel = int(theory.select["val"]["theory"].index[i_n])
-    sel_scores = head_scores(theory.U[i_sel, i_n], HEADS)
+    sel_scores = head_scores(theory.U[i_sel, i_n], theory.heads)
     return {
         "tau": float(theory.taus[i_sel]),
-        **{head_name(h): float(sel_scores[h[0]][h[1]]) for h in ALL_HEADS},
+        **{head_name(h): float(sel_scores[h[0]][h[1]]) for h in all_heads(theory.heads)},
     }
 
 
@@ -118,21 +116,30 @@ def run_pruning(
     sets = {k: v for k, v in evaluation_sets(tcfg, root).items() if k in EVAL_SETS}
     F = {s: path_outputs(net, eps) for s, eps in sets.items()}
     y = {s: eps.y.astype(float) for s, eps in sets.items()}
-    full = {s: correct(pruned_outputs(F[s]), y[s]) for s in sets}
+    heads = theory.data.heads  # the architecture travels with the extracted data
+    every = all_heads(heads)
+    full = {s: correct(pruned_outputs(F[s], (), heads), y[s]) for s in sets}
 
     def evaluate(pruned):
-        return _pruned_accuracy(pruned, F, y, full)
+        return _pruned_accuracy(pruned, F, y, full, heads)
 
     tc = theory.config
     scores = theory.panel.head_scores  # N = 10, tau = 0.5
     singles, per_single = {}, {}
-    for head in ALL_HEADS:
+    for head in every:
         singles[head_name(head)], per = evaluate([head])
         per_single[head_name(head)] = per["test"]
     combos = {name: evaluate(hs)[0] for name, hs in combinations_from_scores(scores).items()}
-    reference = {spec: evaluate(parse_heads(spec))[0] for spec in REFERENCE_COMBINATIONS}
-    pairs = {
-        ",".join(head_name(h) for h in pair): evaluate(list(pair))[0] for pair in itertools.combinations(ALL_HEADS, 2)
+    if "2 lowest" not in combos:  # only possible with 2 heads per layer: the claims are about this pair
+        raise ValueError(
+            f"the two lowest-scoring heads {[head_name(h) for h in score_order(scores)[:2]]} are all the heads of "
+            f"their layer (heads per layer {heads}): they cannot be pruned together"
+        )
+    reference = {spec: evaluate(parse_heads(spec, heads))[0] for spec in reference_combinations(heads)}
+    pairs = {  # every pair of heads that leaves each layer a head (all 28 of 2 x 4)
+        ",".join(head_name(h) for h in pair): evaluate(list(pair))[0]
+        for pair in itertools.combinations(every, 2)
+        if keeps_every_layer(pair, heads)
     }
     mag = magnitude_scores(net)
     i_t, i_n = theory.panel.index
@@ -142,16 +149,16 @@ def run_pruning(
         network_record={k: rec.get(k) for k in ("source", "sha256")},
         n_episodes={s: int(len(y[s])) for s in sets},
         unpruned={s: 100.0 * float(full[s].mean()) for s in sets},
-        scores={head_name(h): float(scores[h[0]][h[1]]) for h in ALL_HEADS},
+        scores={head_name(h): float(scores[h[0]][h[1]]) for h in every},
         scores_selected_tau=_selected_tau_scores(theory, i_n),
-        magnitude={head_name(h): float(mag[h[0]][h[1]]) for h in ALL_HEADS},
+        magnitude={head_name(h): float(mag[h[0]][h[1]]) for h in every},
         order=[head_name(h) for h in score_order(scores)],
         singles=singles,
         combinations=combos,
         reference_combinations=reference,
         pairs=pairs,
         theory_side=theory_side_drops(theory.panel.U, theory.data, tc["panel_tau"]),
-        stability=score_stability(theory.U, theory.widths, theory.taus, (i_t, i_n)),
+        stability=score_stability(theory.U, theory.widths, theory.taus, (i_t, i_n), heads),
         widths=theory.widths,
         taus=theory.taus,
         spearman={

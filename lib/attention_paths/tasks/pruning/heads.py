@@ -9,7 +9,7 @@ from typing import Iterable, Sequence
 
 from attention_paths.theory.checks import check_heads
 
-__all__ = ["all_heads", "heads_of_names", "reference_combinations", "REFERENCE_CUMULATIVE_ORDER"]
+__all__ = ["all_heads", "heads_of_names", "keeps_every_layer", "reference_combinations", "REFERENCE_CUMULATIVE_ORDER"]
 
 # the reference's literal combinations (0-based "layer-head"), which target its own network's heads (spec §C.3):
 # for 2 layers x 4 heads, two pairs and two triples
@@ -23,6 +23,16 @@ def all_heads(heads: Sequence[int]) -> list[tuple[int, int]]:
     """Every head ``(layer, head)`` (0-based) of a network with ``heads`` per layer, layer by layer."""
     heads = check_heads(heads)
     return [(l, h) for l in range(len(heads)) for h in range(heads[l])]
+
+
+def keeps_every_layer(pruned: Iterable[tuple[int, int]], heads: Sequence[int]) -> bool:
+    """Whether removing the heads ``pruned`` ([(layer, head)], 0-based) leaves every layer of a network with
+    ``heads`` per layer at least one head (a network without one has no output; with 2 heads per layer some
+    pairs, with 3 a layer's three lowest, are not prunable)."""
+    removed: dict[int, set[int]] = {}
+    for layer, head in pruned:
+        removed.setdefault(int(layer), set()).add(int(head))
+    return all(len(removed.get(l, ())) < H for l, H in enumerate(check_heads(heads)))
 
 
 def heads_of_names(names: Iterable[str]) -> tuple[int, ...]:

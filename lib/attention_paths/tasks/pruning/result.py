@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attention_paths.base.serialise import Stored
+from attention_paths.tasks.oneshot.data import LEGACY_HEADS
+from attention_paths.tasks.pruning.heads import all_heads, heads_of_names, reference_combinations
 from attention_paths.tasks.pruning.invariants import check_pruning
 
 __all__ = [
@@ -23,10 +25,12 @@ __all__ = [
     "parse_heads",
 ]
 
-HEADS = (4, 4)
-ALL_HEADS = [(l, h) for l in range(len(HEADS)) for h in range(HEADS[l])]
-# the reference's literal combinations (0-based "layer-head"), which target its own network's heads (spec §C.3)
-REFERENCE_COMBINATIONS = ("0-1,0-3", "0-1,0-3,0-2", "1-2,1-1", "1-2,1-1,1-3")
+# the paper's 2 x 4 network: the default where no heads are given (a result's own are ``res.heads``); with
+# ALL_HEADS and REFERENCE_COMBINATIONS kept for callers of the 2 x 4 constants (use all_heads(heads),
+# reference_combinations(heads) of .heads)
+HEADS = LEGACY_HEADS
+ALL_HEADS = all_heads(HEADS)
+REFERENCE_COMBINATIONS = reference_combinations(HEADS)
 EVAL_SETS = ("test", "MNIST", "FashionMNIST")
 
 
@@ -105,33 +109,40 @@ class PruningResult:
         of this type (:func:`~.invariants.check_pruning`); the reader of a results folder calls it."""
         check_pruning(self, folder)
 
+    @property
+    def heads(self) -> tuple[int, ...]:
+        """Heads per layer of the pruned network, read from its head labels (the keys of ``scores``)."""
+        return heads_of_names(self.scores)
+
 
 def head_name(head) -> str:
     """``(layer, head)`` 0-based -> the figure label "(layer)head", 1-based."""
     return f"({head[0] + 1}){head[1] + 1}"
 
 
-def parse_head_name(name: str) -> tuple[int, int]:
-    """The figure label "(layer)head", 1-based -> ``(layer, head)`` 0-based (the inverse of :func:`head_name`)."""
+def parse_head_name(name: str, heads=HEADS) -> tuple[int, int]:
+    """The figure label "(layer)head", 1-based -> ``(layer, head)`` 0-based (the inverse of :func:`head_name`), a
+    head of a network with ``heads`` per layer."""
     try:
         layer, head = name.strip().removeprefix("(").split(")")
         out = (int(layer) - 1, int(head) - 1)
     except ValueError:
         raise ValueError(f"cannot read head {name!r}; expected '(layer)head' such as '(2)1'") from None
-    if out not in ALL_HEADS:
-        raise ValueError(f"no head {name!r} in a network with heads per layer {HEADS}")
+    if out not in all_heads(heads):
+        raise ValueError(f"no head {name!r} in a network with heads per layer {tuple(heads)}")
     return out
 
 
-def parse_heads(spec: str) -> list[tuple[int, int]]:
-    """The reference's 0-based "layer-head" strings, comma separated ("0-1,0-3") -> [(0, 1), (0, 3)]."""
+def parse_heads(spec: str, heads=HEADS) -> list[tuple[int, int]]:
+    """The reference's 0-based "layer-head" strings, comma separated ("0-1,0-3") -> [(0, 1), (0, 3)], heads of a
+    network with ``heads`` per layer."""
     out = []
     for part in spec.split(","):
         try:
             layer, head = (int(v) for v in part.strip().split("-"))
         except ValueError:
             raise ValueError(f"cannot read head {part!r}; expected 'layer-head' such as '0-2'") from None
-        if (layer, head) not in ALL_HEADS:
-            raise ValueError(f"no head {part!r} in a network with heads per layer {HEADS}")
+        if (layer, head) not in all_heads(heads):
+            raise ValueError(f"no head {part!r} in a network with heads per layer {tuple(heads)}")
         out.append((layer, head))
     return out

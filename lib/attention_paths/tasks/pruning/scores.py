@@ -8,7 +8,7 @@ import torch
 from scipy.stats import spearmanr
 
 from attention_paths.tasks.oneshot.data import LEGACY_HEADS
-from attention_paths.tasks.pruning.heads import all_heads
+from attention_paths.tasks.pruning.heads import all_heads, keeps_every_layer
 from attention_paths.tasks.pruning.result import EVAL_SETS, RankCorrelation, head_name
 from attention_paths.theory.predictor import predict
 from attention_paths.theory.scores import head_scores, silence_heads
@@ -37,14 +37,15 @@ def score_order(scores) -> list[tuple[int, int]]:
 
 def combinations_from_scores(scores) -> dict:
     """The combinations of spec OP-E9, from a network's own scores: the two and three lowest-scoring heads
-    overall, and within each layer its two and three lowest."""
+    overall, and within each layer its two and three lowest; those that would remove every head of a layer are
+    left out (none for 2 x 4 heads; a layer's three lowest for 3 heads per layer)."""
     order = score_order(scores)
     combos = {"2 lowest": order[:2], "3 lowest": order[:3]}
     for layer in range(len(scores)):
         in_layer = [hd for hd in order if hd[0] == layer]
         combos[f"2 lowest of layer {layer + 1}"] = in_layer[:2]
         combos[f"3 lowest of layer {layer + 1}"] = in_layer[:3]
-    return combos
+    return {name: hs for name, hs in combos.items() if keeps_every_layer(hs, _heads(scores))}
 
 
 def magnitude_scores(net) -> list[np.ndarray]:
