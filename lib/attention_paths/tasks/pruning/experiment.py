@@ -83,6 +83,25 @@ def _selected_tau_scores(theory: OneShotResult, i_n: int) -> dict:
     }
 
 
+def _head_sets(scores, heads, evaluate) -> tuple[dict, dict, dict]:
+    """The pruned networks of several heads at once (``evaluate(heads) -> (PrunedNetwork, per-episode)``): the
+    combinations from the scores, the reference's literal ones for this architecture, and every pair of heads
+    that leaves each layer a head (all 28 of 2 x 4)."""
+    combos = {name: evaluate(hs)[0] for name, hs in combinations_from_scores(scores).items()}
+    if "2 lowest" not in combos:  # only possible with 2 heads per layer: the claims are about this pair
+        raise ValueError(
+            f"the two lowest-scoring heads {[head_name(h) for h in score_order(scores)[:2]]} are all the heads of "
+            f"their layer (heads per layer {heads}): they cannot be pruned together"
+        )
+    reference = {spec: evaluate(parse_heads(spec, heads))[0] for spec in reference_combinations(heads)}
+    pairs = {
+        ",".join(head_name(h) for h in pair): evaluate(list(pair))[0]
+        for pair in itertools.combinations(all_heads(heads), 2)
+        if keeps_every_layer(pair, heads)
+    }
+    return combos, reference, pairs
+
+
 def run_pruning(
     scale: str | None = None,
     *,
@@ -129,18 +148,7 @@ def run_pruning(
     for head in every:
         singles[head_name(head)], per = evaluate([head])
         per_single[head_name(head)] = per["test"]
-    combos = {name: evaluate(hs)[0] for name, hs in combinations_from_scores(scores).items()}
-    if "2 lowest" not in combos:  # only possible with 2 heads per layer: the claims are about this pair
-        raise ValueError(
-            f"the two lowest-scoring heads {[head_name(h) for h in score_order(scores)[:2]]} are all the heads of "
-            f"their layer (heads per layer {heads}): they cannot be pruned together"
-        )
-    reference = {spec: evaluate(parse_heads(spec, heads))[0] for spec in reference_combinations(heads)}
-    pairs = {  # every pair of heads that leaves each layer a head (all 28 of 2 x 4)
-        ",".join(head_name(h) for h in pair): evaluate(list(pair))[0]
-        for pair in itertools.combinations(every, 2)
-        if keeps_every_layer(pair, heads)
-    }
+    combos, reference, pairs = _head_sets(scores, heads, evaluate)
     mag = magnitude_scores(net)
     i_t, i_n = theory.panel.index
     return PruningResult(
