@@ -19,14 +19,14 @@ import numpy as np
 
 import attention_paths as ap
 from attention_paths import sampling as sp
-from attention_paths.tasks.markov import make_hmc_task
+from attention_paths.tasks.markov import make_markov_task
 
 SHORT_NAMES = {"rb": "rao-blackwell"}
 
 
 def problem(name):
     if name == "markov":
-        task = make_hmc_task("main")
+        task = make_markov_task("main")
         return dict(
             xi_tr=task.xi_train,
             xi_te=task.xi_test[:200],

@@ -234,8 +234,8 @@ def test_hmc_paper_run_is_complete_mixed_and_agrees_with_a_fresh_theory():
     for name, sha in record["files_sha256"].items():
         assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == sha, name
     run = experiments.load_run(folder, "hmc")
-    paper = markov.HMC_EXPERIMENT["paper"]
-    assert isinstance(run, markov.HMCResult) and not run.live
+    paper = markov.MARKOV_EXPERIMENT["paper"]
+    assert isinstance(run, markov.MarkovResult) and not run.live
     assert run.config.sampler["num_chains"] >= 4 and run.config.sampler["num_samples"] >= 500
     keys = {(e.network, e.N, e.kind) for e in run.sampled.values()}
     for net in ("main", "noisy"):
@@ -243,8 +243,8 @@ def test_hmc_paper_run_is_complete_mixed_and_agrees_with_a_fresh_theory():
         assert {(net, N, "full") for N in paper.sampling[net]["full"]} <= keys
     ref = run.headline
     assert ref.seeds.generator == "torch-reference"
-    task = markov.make_hmc_task("main", markov.HMCSeeds.reference(), paper.P, paper.P_test)
-    noisy = markov.make_hmc_task("noisy", markov.HMCSeeds.reference(), paper.P, paper.P_test)
+    task = markov.make_markov_task("main", markov.MarkovSeeds.reference(), paper.P, paper.P_test)
+    noisy = markov.make_markov_task("noisy", markov.MarkovSeeds.reference(), paper.P, paper.P_test)
     for e in run.sampled.values():
         assert e.diagnostics["rhat_U_max"] <= 1.05 and e.diagnostics["ess_bulk_U_min"] >= 400
         assert e.mean.shape == (run.config.P_test,)
@@ -257,13 +257,13 @@ def test_hmc_paper_run_is_complete_mixed_and_agrees_with_a_fresh_theory():
 
 
 def test_the_committed_hmc_run_reloads_and_writes_back_its_summary():
-    """data/hmc-paper, reloaded as an HMCResult and summarised again, gives its committed summary and arrays
+    """data/hmc-paper, reloaded as an MarkovResult and summarised again, gives its committed summary and arrays
     back (its claims are those it was written with)."""
     import json
 
     folder = DATA / "hmc-paper"
     run = experiments.load_run(folder, "hmc")
-    summary, arrays = markov.hmc_summary(run)
+    summary, arrays = markov.markov_summary(run)
     stored = json.loads((folder / "summary.json").read_text())
     stored.pop("format", None)  # written by results.write
     assert json.loads(json.dumps(summary, default=lambda a: a.tolist())) == stored

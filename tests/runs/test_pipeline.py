@@ -343,18 +343,18 @@ def test_readorder_extension_moves_pages_last():
 
 
 def test_stored_hmc_result_keeps_the_headline_task_whole():
-    from attention_paths.tasks.markov import HMCResult, HMCSeeds, HMCTask, SeedSet, WidthSweep
+    from attention_paths.tasks.markov import MarkovResult, MarkovSeeds, MarkovTask, SeedSet, WidthSweep
 
     def task():
         z = np.zeros((3, 2))
-        return HMCTask("main", np.ones((4, 5, 6)), z, np.ones((7, 5, 6)), z, [], z, ("g",), z, z, z, z)
+        return MarkovTask("main", np.ones((4, 5, 6)), z, np.ones((7, 5, 6)), z, [], z, ("g",), z, z, z, z)
 
     def seed_set(k):
         a = np.array([float(k)])
         sw = WidthSweep(widths=a, U=a, accuracy=a, gp_accuracy=k, grad_max=a, hessian_min_eig=a, iterations=a)
         return SeedSet(
             k=k,
-            seeds=HMCSeeds(),
+            seeds=MarkovSeeds(),
             sweep=sw,
             noisy_sweep=sw,
             gp_all=k,
@@ -369,7 +369,7 @@ def test_stored_hmc_result_keeps_the_headline_task_whole():
             noisy=task(),
         )
 
-    res = HMCResult(
+    res = MarkovResult(
         scale="quick",
         config=None,
         sets=[seed_set(k) for k in range(3)],

@@ -109,8 +109,8 @@ def test_random_head_block_scales():
 
 @pytest.fixture(scope="module")
 def small_tasks():
-    seeds = markov.HMCSeeds()
-    return {name: markov.make_hmc_task(name, seeds, P=40, P_test=60) for name in ("main", "g", "g+d", "noisy")}
+    seeds = markov.MarkovSeeds()
+    return {name: markov.make_markov_task(name, seeds, P=40, P_test=60) for name in ("main", "g", "g+d", "noisy")}
 
 
 def test_reference_networks_equal_sub_order_parameters(small_tasks):
@@ -146,7 +146,7 @@ def test_ablations_and_bad_input():
     with pytest.raises(ValueError, match="even"):
         markov.make_sequences(7, seed=0)
     with pytest.raises(ValueError, match="network"):
-        markov.make_hmc_task("five-path")
+        markov.make_markov_task("five-path")
     with pytest.raises(ValueError, match="probability"):
         markov.sample_states(3, 1.5, np.random.default_rng(0))
     with pytest.raises(ValueError, match="subset"):
@@ -211,14 +211,14 @@ def test_h4b_holds_on_the_committed_runs_six_seed_sets():
 def theory_res():
     """The chapter's theory at the paper's sizes on the reference's inputs and 5 numpy seed sets, without
     sampling (about 20 s)."""
-    return markov.run_hmc("quick", sample=False)
+    return markov.run_markov("quick", sample=False)
 
 
 @pytest.mark.slow
 def test_paper_claims_hold_for_the_theory(theory_res):
     """H1-H5, H7-H10 on the paper-sized theory, on the reference's inputs (the headline) and 5 numpy sets."""
     assert [s.seeds.generator for s in theory_res.sets] == ["torch-reference"] + ["numpy-pcg64"] * 5
-    claims = markov.hmc_claims(theory_res)
+    claims = markov.markov_claims(theory_res)
     assert {c["id"] for c in claims} >= {"H1", "H2", "H3", "H4", "H4b", "H5", "H7", "H7b", "H8", "H8b", "H9", "H10"}
     failed = [c for c in claims if not c["passed"]]
     assert not failed, failed
@@ -237,7 +237,7 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     """A short sampling run goes through the CLI's summary, is reloaded by experiments.load_run and matches."""
 
     cfg = dataclasses.replace(
-        markov.HMC_EXPERIMENT["quick"],
+        markov.MARKOV_EXPERIMENT["quick"],
         sampling={"main": {"rao-blackwell": (10,), "full": ()}, "noisy": {"rao-blackwell": (), "full": ()}},
         sampler=dict(num_chains=2, num_warmup=60, num_samples=60, seed=3),
     )
@@ -245,15 +245,15 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplingWarning)  # a deliberately short run
-        res = dataclasses.replace(theory_res, sampled=markov.sample_hmc(theory_res.headline, cfg))
+        res = dataclasses.replace(theory_res, sampled=markov.sample_markov(theory_res.headline, cfg))
     run = res.sampled_run("main", 10, "rao-blackwell")
     smp = run.samples
-    summary, arrays = markov.hmc_summary(res)
+    summary, arrays = markov.markov_summary(res)
     assert [c["id"] for c in summary["claims"]][-1] == "H6"  # checked on the live result's samples
     summary["provenance"] = {"git_commit": None, "platform": "test", "time_utc": "now"}
     results.write(tmp_path, summary, arrays)
     loaded = experiments.load_run(tmp_path, "hmc")
-    assert isinstance(loaded, markov.HMCResult) and not loaded.live and loaded.claims == summary["claims"]
+    assert isinstance(loaded, markov.MarkovResult) and not loaded.live and loaded.claims == summary["claims"]
     assert [s.seeds.generator for s in loaded.sets] == ["torch-reference"] + ["numpy-pcg64"] * 5
     assert loaded.headline.label == "reference" and loaded.headline.seeds.train == 27
     assert loaded.config == res.config  # the sizes come back as the same dataclass
@@ -271,7 +271,7 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     np.testing.assert_allclose(e.mean, smp.predictive_mean)
     assert e.accuracy == smp.accuracy(theory_res.headline.main.y_test) and e.samples is None
     # written back, the reloaded result gives the same summary and arrays
-    again, again_arrays = markov.hmc_summary(loaded)
+    again, again_arrays = markov.markov_summary(loaded)
     plain = lambda d: json.loads(json.dumps(d, default=lambda a: a.tolist()))  # noqa: E731
     assert plain(again) == plain(summary)  # its provenance written back too
     assert sorted(again_arrays) == sorted(arrays)
@@ -332,8 +332,8 @@ def test_reference_generator_reproduces_the_fixture():
 
 
 def test_switching_generators_changes_only_the_draws():
-    ref = markov.make_hmc_task("main", markov.HMCSeeds.reference(), P=20, P_test=20)
-    own = markov.make_hmc_task("main", markov.HMCSeeds(), P=20, P_test=20)
+    ref = markov.make_markov_task("main", markov.MarkovSeeds.reference(), P=20, P_test=20)
+    own = markov.make_markov_task("main", markov.MarkovSeeds(), P=20, P_test=20)
     assert not np.allclose(ref.x_train, own.x_train)
     np.testing.assert_array_equal(ref.y_train, own.y_train)  # same layout: +1 block, then -1 block
     np.testing.assert_array_equal(ref.x_train[:, 200:], own.x_train[:, 200:])  # one-hot positions
@@ -346,33 +346,43 @@ def test_switching_generators_changes_only_the_draws():
     np.testing.assert_allclose(
         ref.features_train, ap.path_features(ap.path_inputs(ref.x_train, ref.layers, ref.readout)), rtol=1e-14
     )
-    noisy = markov.make_hmc_task("noisy", markov.HMCSeeds.reference(), P=20, P_test=20)
+    noisy = markov.make_markov_task("noisy", markov.MarkovSeeds.reference(), P=20, P_test=20)
     np.testing.assert_array_equal(noisy.layers[0].W[1].numpy(), 0.0)  # eps = 0: the uniform head, no draws
     with pytest.raises(ValueError, match="generator"):
-        markov.HMCSeeds(generator="mt19937")
+        markov.MarkovSeeds(generator="mt19937")
 
 
 def test_shifted_seed_sets_keep_their_generator_and_seeds_are_integers():
     """Issue 24, group 3: the reference's generator survives a shift; a seed of 1.5 is not silently 1."""
-    from attention_paths.tasks.markov import HMCSeeds, make_sequences, random_head
+    from attention_paths.tasks.markov import MarkovSeeds, make_sequences, random_head
 
-    ref = HMCSeeds.reference().shifted(1)
+    ref = MarkovSeeds.reference().shifted(1)
     assert ref.generator == "torch-reference" and (ref.train, ref.test, ref.random_1, ref.random_2) == (
         1027,
         1059,
         1147,
         1247,
     )
-    assert HMCSeeds().shifted(0) == HMCSeeds()
+    assert MarkovSeeds().shifted(0) == MarkovSeeds()
     for bad in (1.5, -1, True, "3"):
         with pytest.raises(ValueError, match="seed must be a non-negative integer"):
             make_sequences(4, bad, generator="torch-reference")
         with pytest.raises(ValueError, match="non-negative integer"):
             random_head(bad)
-    with pytest.raises(ValueError, match="HMCSeeds.train must be a non-negative integer"):
-        HMCSeeds(train=2.0)
+    with pytest.raises(ValueError, match="MarkovSeeds.train must be a non-negative integer"):
+        MarkovSeeds(train=2.0)
     with pytest.raises(ValueError, match="shift k"):
-        HMCSeeds().shifted(0.5)
+        MarkovSeeds().shifted(0.5)
     x1, y1, _ = make_sequences(4, np.int64(3))
     x2, y2, _ = make_sequences(4, 3)
     np.testing.assert_array_equal(x1, x2)
+
+
+@pytest.mark.parametrize("old", sorted(markov._DEPRECATED))
+def test_old_hmc_names_are_deprecated_aliases(old):
+    """The task's pre-0.3 names (HMC = hidden Markov chain) still resolve, to the renamed object, with a warning."""
+    with pytest.warns(DeprecationWarning, match=f"markov.{old} is deprecated; use markov.{markov._DEPRECATED[old]}"):
+        obj = getattr(markov, old)
+    assert obj is getattr(markov, markov._DEPRECATED[old])
+    with pytest.raises(AttributeError, match="has no attribute 'HMCNothing'"):
+        markov.HMCNothing

@@ -111,7 +111,7 @@ def load_run(folder, experiment: str, *, required: bool = False):
     then a ``FileNotFoundError`` naming the folder (and the folders beside it of similar names).  A damaged
     run, or one of another experiment, raises ``ValueError``.
 
-    * ``hmc``: a :class:`~attention_paths.tasks.markov.HMCResult`;
+    * ``hmc``: a :class:`~attention_paths.tasks.markov.MarkovResult`;
     * ``omniglot-theory``: a :class:`~attention_paths.tasks.oneshot.OneShotResult`;
     * ``pruning``: a :class:`~attention_paths.tasks.pruning.PruningResult`.
     """

@@ -11,7 +11,7 @@ record here.  :data:`COMMANDS` holds the three commands that are not experiments
 ``reproduce``, ``ensemble``) in the same form.
 
 This module imports nothing but the standard library: a record names its functions by dotted path
-(``"attention_paths.tasks.markov:run_hmc"``), imported on first use (:meth:`Experiment.resolve`), so that
+(``"attention_paths.tasks.markov:run_markov"``), imported on first use (:meth:`Experiment.resolve`), so that
 ``--help`` and argument errors answer before torch, JAX or the tasks load.
 
 >>> sorted(EXPERIMENTS)
@@ -278,12 +278,12 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
             "hmc",
             "the hidden Markov chain task: theory at the paper's sizes on several seed sets, and posterior sampling",
             options=(DEVICE, CPU_DEVICES, SAVE_SAMPLES),
-            run=f"{_MARKOV}:run_hmc",
-            result=f"{_MARKOV}:HMCResult",
-            summary=f"{_MARKOV}:hmc_summary",
-            reader=f"{_MARKOV}:read_hmc_run",
-            configs=f"{_MARKOV}:HMC_EXPERIMENT",
-            claims=f"{_MARKOV}:hmc_claims",
+            run=f"{_MARKOV}:run_markov",
+            result=f"{_MARKOV}:MarkovResult",
+            summary=f"{_MARKOV}:markov_summary",
+            reader=f"{_MARKOV}:read_markov_run",
+            configs=f"{_MARKOV}:MARKOV_EXPERIMENT",
+            claims=f"{_MARKOV}:markov_claims",
             tables=(f"{_MARKOV}:format_sweep", f"{_MARKOV}:format_sampling", f"{_MARKOV}:format_seed_sets"),
             headline=("experiment", "scale", "path_names", "theory_seconds", "claims", "wall_seconds"),
             stored=f"{_MARKOV}.storage:slim_hmc_result",

@@ -29,7 +29,7 @@ run, summary),
 :mod:`.claims` and :mod:`.tables`.  The command line's experiment keeps the name ``hmc``.
 """
 
-from attention_paths.tasks.markov.claims import hmc_claims
+from attention_paths.tasks.markov.claims import markov_claims
 from attention_paths.tasks.markov.data import (
     BETA,
     GENERATORS,
@@ -40,15 +40,15 @@ from attention_paths.tasks.markov.data import (
     sample_states,
 )
 from attention_paths.tasks.markov.experiment import (
-    HMC_EXPERIMENT,
-    HMCExperimentConfig,
+    MARKOV_EXPERIMENT,
+    MarkovExperimentConfig,
     ablations,
     gp_gd_minus_g,
-    hmc_summary,
+    markov_summary,
     paired_difference,
-    read_hmc_run,
-    run_hmc,
-    sample_hmc,
+    read_markov_run,
+    run_markov,
+    sample_markov,
     seed_set_summary,
     theory_sweep,
     with_gp_gd_minus_g,
@@ -60,15 +60,15 @@ from attention_paths.tasks.markov.mechanism import (
     difference_scan,
     repeat_coordinate,
 )
-from attention_paths.tasks.markov.result import HMCResult, SampledRun, SeedSet, WidthSweep
+from attention_paths.tasks.markov.result import MarkovResult, MarkovSampledRun, SeedSet, WidthSweep
 from attention_paths.tasks.markov.tables import format_sampling, format_seed_sets, format_sweep, sampling_records
 from attention_paths.tasks.markov.task import (
     MAIN_ORDER,
     MAIN_PATHS,
     NOISY_PATHS,
-    HMCSeeds,
-    HMCTask,
-    make_hmc_task,
+    MarkovSeeds,
+    MarkovTask,
+    make_markov_task,
     single_path_U,
     subnetwork_U,
 )
@@ -81,9 +81,9 @@ __all__ = [
     "sample_states",
     "make_sequences",
     "GENERATORS",
-    "HMCSeeds",
-    "HMCTask",
-    "make_hmc_task",
+    "MarkovSeeds",
+    "MarkovTask",
+    "make_markov_task",
     "MAIN_PATHS",
     "MAIN_ORDER",
     "NOISY_PATHS",
@@ -96,25 +96,56 @@ __all__ = [
     "difference_order_parameter",
     "cross_weight_ratio",
     "difference_scan",
-    "HMC_EXPERIMENT",
-    "HMCResult",
+    "MARKOV_EXPERIMENT",
+    "MarkovResult",
     "SeedSet",
     "WidthSweep",
-    "SampledRun",
-    "HMCExperimentConfig",
+    "MarkovSampledRun",
+    "MarkovExperimentConfig",
     "theory_sweep",
     "ablations",
     "paired_difference",
     "gp_gd_minus_g",
     "with_gp_gd_minus_g",
     "seed_set_summary",
-    "run_hmc",
-    "sample_hmc",
-    "hmc_summary",
-    "read_hmc_run",
-    "hmc_claims",
+    "run_markov",
+    "sample_markov",
+    "markov_summary",
+    "read_markov_run",
+    "markov_claims",
     "format_sweep",
     "sampling_records",
     "format_sampling",
     "format_seed_sets",
 ]
+
+# The task's names before 0.3.0 said "HMC" (hidden Markov chain), which read as the project's Hamiltonian Monte
+# Carlo samplers; they remain importable for one release, with a DeprecationWarning.
+_DEPRECATED = {
+    "HMCResult": "MarkovResult",
+    "HMCSeeds": "MarkovSeeds",
+    "HMCTask": "MarkovTask",
+    "make_hmc_task": "make_markov_task",
+    "run_hmc": "run_markov",
+    "HMC_EXPERIMENT": "MARKOV_EXPERIMENT",
+    "HMCExperimentConfig": "MarkovExperimentConfig",
+    "hmc_summary": "markov_summary",
+    "read_hmc_run": "read_markov_run",
+    "sample_hmc": "sample_markov",
+    "hmc_claims": "markov_claims",
+    "SampledRun": "MarkovSampledRun",
+}
+
+
+def __getattr__(name):
+    if name in _DEPRECATED:
+        import warnings
+
+        new = _DEPRECATED[name]
+        warnings.warn(
+            f"attention_paths.tasks.markov.{name} is deprecated; use markov.{new} (removed after 0.3)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

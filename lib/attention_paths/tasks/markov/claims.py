@@ -1,5 +1,5 @@
-"""The paper's claims about the hidden-Markov-chain task, checked on a :func:`~.experiment.run_hmc` result
-(:func:`hmc_claims`, spec §A.9)."""
+"""The paper's claims about the hidden-Markov-chain task, checked on a :func:`~.experiment.run_markov` result
+(:func:`markov_claims`, spec §A.9)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import numpy as np
 
 from attention_paths import sampling
 from attention_paths.tasks.claim import check_table, claim
-from attention_paths.tasks.markov.result import HMCResult, SeedSet
+from attention_paths.tasks.markov.result import MarkovResult, SeedSet
 
-__all__ = ["hmc_claims"]
+__all__ = ["markov_claims"]
 
 
 def _monotone_decreasing(a, slack: float) -> bool:
@@ -94,13 +94,13 @@ SEED_SET_CLAIMS = (
 )
 
 
-def _h4(res: HMCResult) -> tuple[bool, str]:
+def _h4(res: MarkovResult) -> tuple[bool, str]:
     s0 = res.headline
     a10, gd = s0.sweep.accuracy[0], s0.gp_gd
     return a10 >= gd - 1.0, f"theory {a10:.1f}% vs g+d GP {gd:.1f}%"
 
 
-def _h4b(res: HMCResult) -> tuple[bool, str]:
+def _h4b(res: MarkovResult) -> tuple[bool, str]:
     pairs = [s.gp_gd_minus_g for s in res.sets]
     if any(p is None for p in pairs):
         return False, "no paired differences recorded (a run written before them: markov.with_gp_gd_minus_g)"
@@ -114,7 +114,7 @@ def _h4b(res: HMCResult) -> tuple[bool, str]:
     )
 
 
-def _h7(res: HMCResult) -> tuple[bool, str]:
+def _h7(res: MarkovResult) -> tuple[bool, str]:
     al = res.alignment
     top_rn, top_gp = float(np.max(al["renormalised"][:5])), float(np.max(al["GP"][:5]))
     return (
@@ -123,7 +123,7 @@ def _h7(res: HMCResult) -> tuple[bool, str]:
     )
 
 
-def _h7b(res: HMCResult) -> tuple[bool, str]:
+def _h7b(res: MarkovResult) -> tuple[bool, str]:
     bc = res.block_contrast
     return (
         bc["renormalised"] > 2 * bc["GP"] and bc["renormalised"] > 0.1,
@@ -132,7 +132,7 @@ def _h7b(res: HMCResult) -> tuple[bool, str]:
     )
 
 
-def _h9(res: HMCResult) -> tuple[bool, str]:
+def _h9(res: MarkovResult) -> tuple[bool, str]:
     fails = {cid: [s.label for s in res.sets if not fn(s)[0]] for cid, _, fn in SEED_SET_CLAIMS}
     bad = {c: ks for c, ks in fails.items() if ks}
     return not bad, "all hold" if not bad else f"failing (claim: seed sets) {bad}"
@@ -153,8 +153,8 @@ RESULT_CLAIMS = (
 )
 
 
-def hmc_claims(res: HMCResult) -> list[dict]:
-    """Check the claims of spec §A.7 on a live :func:`run_hmc` result; one record per claim (a reloaded
+def markov_claims(res: MarkovResult) -> list[dict]:
+    """Check the claims of spec §A.7 on a live :func:`run_markov` result; one record per claim (a reloaded
     result carries those it was written with, ``res.claims``).
 
     Each record has ``id``, ``claim``, ``passed`` (bool) and ``detail`` (the numbers behind it).  The
@@ -179,7 +179,7 @@ def hmc_claims(res: HMCResult) -> list[dict]:
     return claims + _sampling_claims(res)
 
 
-def _sampling_claims(res: HMCResult) -> list[dict]:
+def _sampling_claims(res: MarkovResult) -> list[dict]:
     """H6 (4-path) and H6b (2-path): theory and each sampler's samples agree at N = 10, where sampled."""
     s0, claims = res.headline, []
     for net, label in (("main", "4-path"), ("noisy", "2-path")):

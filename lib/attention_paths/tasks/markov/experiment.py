@@ -1,6 +1,6 @@
-"""The hidden-Markov-chain chapter's computation (spec §A.4-A.8): its sizes per scale (:data:`HMC_EXPERIMENT`),
-the theory's width sweeps, ablations and seed sets (:func:`run_hmc`), posterior sampling
-(:func:`sample_hmc`), and the JSON record and arrays of its results folder (:func:`hmc_summary`)."""
+"""The hidden-Markov-chain chapter's computation (spec §A.4-A.8): its sizes per scale (:data:`MARKOV_EXPERIMENT`),
+the theory's width sweeps, ablations and seed sets (:func:`run_markov`), posterior sampling
+(:func:`sample_markov`), and the JSON record and arrays of its results folder (:func:`markov_summary`)."""
 
 from __future__ import annotations
 
@@ -12,16 +12,16 @@ import numpy as np
 from attention_paths import sampling
 from attention_paths.base import validate
 from attention_paths.base.config import get_scale
-from attention_paths.tasks.markov.claims import hmc_claims
-from attention_paths.tasks.markov.result import HMCResult, SampledRun, SeedSet, WidthSweep
+from attention_paths.tasks.markov.claims import markov_claims
+from attention_paths.tasks.markov.result import MarkovResult, MarkovSampledRun, SeedSet, WidthSweep
 from attention_paths.tasks.markov.task import (
     MAIN_PATHS,
     NOISY_PATHS,
-    HMCSeeds,
-    HMCTask,
+    MarkovSeeds,
+    MarkovTask,
     _accuracy_with,
     _correct_with,
-    make_hmc_task,
+    make_markov_task,
     single_path_U,
     subnetwork_U,
 )
@@ -33,24 +33,24 @@ from attention_paths.theory.scores import head_scores
 from attention_paths.theory.solver import solve_continuation
 
 __all__ = [
-    "HMCExperimentConfig",
-    "HMC_EXPERIMENT",
+    "MarkovExperimentConfig",
+    "MARKOV_EXPERIMENT",
     "theory_sweep",
     "ablations",
     "paired_difference",
     "gp_gd_minus_g",
     "with_gp_gd_minus_g",
     "seed_set_summary",
-    "run_hmc",
-    "sample_hmc",
-    "hmc_summary",
-    "read_hmc_run",
+    "run_markov",
+    "sample_markov",
+    "markov_summary",
+    "read_markov_run",
 ]
 
 
 @dataclass(frozen=True)
-class HMCExperimentConfig:
-    """Sizes of the hidden-Markov-chain chapter (:func:`run_hmc`): the theory's widths, ``tau``, the training
+class MarkovExperimentConfig:
+    """Sizes of the hidden-Markov-chain chapter (:func:`run_markov`): the theory's widths, ``tau``, the training
     and test set sizes, the number of numpy seed sets beside the reference's, the widths of the heat maps,
     the kernel rows shown (two class blocks), the alignment's ``k``, the sampling plan (per network, the
     widths of each sampler of ``sampling.SAMPLER_KINDS``) and the NUTS settings."""
@@ -75,10 +75,10 @@ class HMCExperimentConfig:
     )
 
 
-HMC_EXPERIMENT = {
+MARKOV_EXPERIMENT = {
     # The theory runs at the paper's sizes at both scales; only the sampling budget differs.
-    "quick": HMCExperimentConfig(),
-    "paper": HMCExperimentConfig(
+    "quick": MarkovExperimentConfig(),
+    "paper": MarkovExperimentConfig(
         # the Rao-Blackwellised sampler is ~10x faster per effective sample here (P = 100); the
         # full-weight one cross-checks it at N = 10
         sampling={
@@ -90,7 +90,7 @@ HMC_EXPERIMENT = {
 }
 
 
-def theory_sweep(task: HMCTask, widths, tau: float, progress: bool = False) -> WidthSweep:
+def theory_sweep(task: MarkovTask, widths, tau: float, progress: bool = False) -> WidthSweep:
     """Order parameter and test accuracy of ``task`` at every width (solved from the widest down), with
     the GP's accuracy: a :class:`~.result.WidthSweep` (widths ascending)."""
     widths = sorted(widths)
@@ -138,25 +138,25 @@ def paired_difference(correct_a, correct_b) -> tuple[float, float]:
     return 100.0 * float(d.mean()), 100.0 * float(d.std(ddof=1) / np.sqrt(d.size))
 
 
-def _gp_g_and_gd(main: HMCTask, tau: float) -> tuple[np.ndarray, np.ndarray]:
+def _gp_g_and_gd(main: MarkovTask, tau: float) -> tuple[np.ndarray, np.ndarray]:
     """Per-test-sequence correctness of the GP lines "path g" and "paths g+d" of the 4-path task ``main``."""
     return _correct_with(main, subnetwork_U(4, [0]), tau), _correct_with(main, subnetwork_U(4, [0, 2]), tau)
 
 
-def gp_gd_minus_g(main: HMCTask, tau: float) -> tuple[float, float]:
+def gp_gd_minus_g(main: MarkovTask, tau: float) -> tuple[float, float]:
     """The "paths g+d" GP line minus the "path g" one on the test sequences of the 4-path task ``main``:
     ``(difference, paired standard error)`` in points (:func:`paired_difference`; claim H4b)."""
     return paired_difference(*_gp_g_and_gd(main, tau))
 
 
-def with_gp_gd_minus_g(res: HMCResult) -> HMCResult:
+def with_gp_gd_minus_g(res: MarkovResult) -> MarkovResult:
     """``res`` with :attr:`~.result.SeedSet.gp_gd_minus_g` on every seed set: a reloaded run written before it
     was recorded gets it recomputed from its stored seeds and sizes (the GP lines are deterministic: a few
     seconds per seed set), checked against the run's stored GP lines (``ValueError`` if they differ)."""
     cfg, sets = res.config, []
     for s in res.sets:
         if s.gp_gd_minus_g is None:
-            main = s.main if s.main is not None else make_hmc_task("main", s.seeds, cfg.P, cfg.P_test)
+            main = s.main if s.main is not None else make_markov_task("main", s.seeds, cfg.P, cfg.P_test)
             d = gp_gd_minus_g(main, cfg.tau)
             if abs(d[0] - (s.gp_gd - s.gp_g)) > 1e-9:
                 raise ValueError(
@@ -168,16 +168,18 @@ def with_gp_gd_minus_g(res: HMCResult) -> HMCResult:
     return replace(res, sets=sets)
 
 
-def seed_set_summary(k, widths, tau: float, P: int = 100, P_test: int = 1000, seeds: HMCSeeds | None = None) -> SeedSet:
+def seed_set_summary(
+    k, widths, tau: float, P: int = 100, P_test: int = 1000, seeds: MarkovSeeds | None = None
+) -> SeedSet:
     """Theory, GP lines, "each path alone" and the 2-path network for one seed set (robustness, H9).
 
-    ``k``: the numpy seed set :meth:`HMCSeeds.shifted` ``(k)``, or ``"ref"`` with ``seeds`` =
-    :meth:`HMCSeeds.reference` (the reference's own data and heads).
+    ``k``: the numpy seed set :meth:`MarkovSeeds.shifted` ``(k)``, or ``"ref"`` with ``seeds`` =
+    :meth:`MarkovSeeds.reference` (the reference's own data and heads).
     """
-    seeds = seeds or HMCSeeds().shifted(k)
-    main = make_hmc_task("main", seeds, P, P_test)
+    seeds = seeds or MarkovSeeds().shifted(k)
+    main = make_markov_task("main", seeds, P, P_test)
     sw = theory_sweep(main, widths, tau)
-    noisy = make_hmc_task("noisy", seeds, P, P_test)
+    noisy = make_markov_task("noisy", seeds, P, P_test)
     nsw = theory_sweep(noisy, widths, tau)
     abl = [ablations(U) for U in nsw.U]
     c_g, c_gd = _gp_g_and_gd(main, tau)
@@ -200,7 +202,7 @@ def seed_set_summary(k, widths, tau: float, P: int = 100, P_test: int = 1000, se
     )
 
 
-def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = True) -> HMCResult:
+def run_markov(scale: str | None = None, progress: bool = False, sample: bool = True) -> MarkovResult:
     """Everything the hidden-Markov-chain chapter shows (spec §A.6, claims §A.7).
 
     Theory at the paper's sizes on the reference's data (``sets[0]``, the headline; spec §A.1b) and on
@@ -209,11 +211,11 @@ def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = Tru
     (Rao-Blackwellised and full-weight NUTS).  ``sample=False`` skips the sampling.
     """
     scale = get_scale(scale)
-    cfg = HMC_EXPERIMENT[scale]
+    cfg = MARKOV_EXPERIMENT[scale]
     tau, widths = cfg.tau, cfg.widths
     t0 = time.perf_counter()
     # the headline: the reference's own data and heads (spec §A.1b); then independent numpy seed sets
-    sets = [seed_set_summary("ref", widths, tau, cfg.P, cfg.P_test, HMCSeeds.reference())]
+    sets = [seed_set_summary("ref", widths, tau, cfg.P, cfg.P_test, MarkovSeeds.reference())]
     sets += [seed_set_summary(k, widths, tau, cfg.P, cfg.P_test) for k in range(cfg.seed_sets)]
     theory_seconds = time.perf_counter() - t0
     main, sw = sets[0].main, sets[0].sweep
@@ -225,7 +227,7 @@ def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = Tru
     kernels["GP"] = gp_kernel(Xs)
     kernels["renormalised"] = renormalized_kernel(U10, Xs)
     K_gp, K_rn = gp_kernel(main.features_train), renormalized_kernel(U10, main.features_train)
-    return HMCResult(
+    return MarkovResult(
         scale=scale,
         config=cfg,
         sets=sets,
@@ -240,13 +242,13 @@ def run_hmc(scale: str | None = None, progress: bool = False, sample: bool = Tru
             "GP": class_block_contrast(K_gp, main.y_train),
             "renormalised": class_block_contrast(K_rn, main.y_train),
         },
-        sampled=sample_hmc(sets[0], cfg, progress) if sample else {},
+        sampled=sample_markov(sets[0], cfg, progress) if sample else {},
     )
 
 
-def sample_hmc(head: SeedSet, cfg: HMCExperimentConfig, progress: bool = False) -> dict[str, SampledRun]:
+def sample_markov(head: SeedSet, cfg: MarkovExperimentConfig, progress: bool = False) -> dict[str, MarkovSampledRun]:
     """Posterior samples of the 4-path and 2-path networks of the seed set ``head`` at the widths listed in
-    ``cfg.sampling``: ``{key: SampledRun}`` (:attr:`~.result.SampledRun.key`), per network and width in the
+    ``cfg.sampling``: ``{key: MarkovSampledRun}`` (:attr:`~.result.MarkovSampledRun.key`), per network and width in the
     order of ``sampling.SAMPLERS`` (the registered samplers, built-in ones first)."""
     sconf = sampling.SamplerConfig(**cfg.sampler)
     out = {}
@@ -278,8 +280,8 @@ def sample_hmc(head: SeedSet, cfg: HMCExperimentConfig, progress: bool = False) 
     return out
 
 
-def _sampled_run(net: str, N: int, smp, y_test) -> SampledRun:
-    return SampledRun(
+def _sampled_run(net: str, N: int, smp, y_test) -> MarkovSampledRun:
+    return MarkovSampledRun(
         network=net,
         N=int(N),
         kind=smp.kind,
@@ -297,8 +299,8 @@ def _sampled_run(net: str, N: int, smp, y_test) -> SampledRun:
     )
 
 
-def hmc_summary(res: HMCResult) -> tuple[dict, dict]:
-    """``(summary, arrays)`` of an :class:`~.result.HMCResult`: the JSON record and the arrays of its results
+def markov_summary(res: MarkovResult) -> tuple[dict, dict]:
+    """``(summary, arrays)`` of an :class:`~.result.MarkovResult`: the JSON record and the arrays of its results
     folder.  The claims are checked here on a live result; a reloaded one keeps those it was written with."""
     arrays = {
         "alignment_GP": res.alignment["GP"],
@@ -321,7 +323,7 @@ def hmc_summary(res: HMCResult) -> tuple[dict, dict]:
         "seed_sets": [_seed_set_record(s) for s in res.sets],
         "sampled": {key: _sampled_record(r) for key, r in res.sampled.items()},
         "theory_seconds": res.theory_seconds,
-        "claims": hmc_claims(res) if res.live else res.claims,
+        "claims": markov_claims(res) if res.live else res.claims,
     }
     if res.block_contrast is not None:
         summary["block_contrast"] = res.block_contrast
@@ -331,7 +333,7 @@ def hmc_summary(res: HMCResult) -> tuple[dict, dict]:
     return summary, arrays
 
 
-# the arrays of a sampling run in its results folder: name suffix -> SampledRun attribute
+# the arrays of a sampling run in its results folder: name suffix -> MarkovSampledRun attribute
 _SAMPLED_ARRAYS = {"mean": "mean", "var": "var", "mcse": "mcse", "U_hat": "U_hat"}
 
 
@@ -372,7 +374,7 @@ def _seed_set_record(s: SeedSet) -> dict:
     }
 
 
-def _sampled_record(r: SampledRun) -> dict:
+def _sampled_record(r: MarkovSampledRun) -> dict:
     """The JSON record of one sampling run (its arrays go to ``arrays.npz``)."""
     rec = {
         "network": r.network,
@@ -406,7 +408,7 @@ def _read_sweep(rows: list[dict], gp_accuracy: float, U: np.ndarray) -> WidthSwe
 def _read_seed_set(k: int, rec: dict, arrays: dict) -> SeedSet:
     return SeedSet(
         k=rec["seed_set"],
-        seeds=HMCSeeds(**rec["seeds"]),
+        seeds=MarkovSeeds(**rec["seeds"]),
         sweep=_read_sweep(rec["main"], rec["gp_all_percent"], arrays[f"set{k}_U_main"]),
         noisy_sweep=_read_sweep(rec["noisy"], rec["noisy_gp_percent"], arrays[f"set{k}_U_noisy"]),
         gp_all=rec["gp_all_percent"],
@@ -421,9 +423,9 @@ def _read_seed_set(k: int, rec: dict, arrays: dict) -> SeedSet:
     )
 
 
-def _read_sampled(key: str, rec: dict, arrays: dict) -> SampledRun:
+def _read_sampled(key: str, rec: dict, arrays: dict) -> MarkovSampledRun:
     part = {a: arrays[f"sample_{key}_{suffix}"] for suffix, a in _SAMPLED_ARRAYS.items()}
-    return SampledRun(
+    return MarkovSampledRun(
         network=rec["network"],
         N=int(rec["N"]),
         kind=rec["kind"],
@@ -438,7 +440,7 @@ def _read_sampled(key: str, rec: dict, arrays: dict) -> SampledRun:
 
 
 def _tuples(v):
-    """JSON lists back to the tuples of :class:`HMCExperimentConfig`."""
+    """JSON lists back to the tuples of :class:`MarkovExperimentConfig`."""
     if isinstance(v, list):
         return tuple(_tuples(x) for x in v)
     if isinstance(v, dict):
@@ -446,8 +448,8 @@ def _tuples(v):
     return v
 
 
-def read_hmc_run(folder, summary: dict, arrays: dict) -> HMCResult:
-    """The :class:`~.result.HMCResult` of a results folder written from :func:`hmc_summary` (read by
+def read_markov_run(folder, summary: dict, arrays: dict) -> MarkovResult:
+    """The :class:`~.result.MarkovResult` of a results folder written from :func:`markov_summary` (read by
     ``runs.experiments.load_run``); every sampling run's arrays checked finite, its ``U_hat`` symmetric with
     a positive diagonal."""
     for key in summary["sampled"]:
@@ -460,9 +462,9 @@ def read_hmc_run(folder, summary: dict, arrays: dict) -> HMCResult:
             rows, U = [r["U"] for r in rec[net]], arrays[f"set{k}_U_{net}"]
             if np.shape(rows) != U.shape or not np.allclose(rows, U, rtol=1e-12, atol=0, equal_nan=True):
                 validate.refuse(folder, f"set{k}_U_{net} in arrays.npz is not the U of summary.json's rows")
-    res = HMCResult(
+    res = MarkovResult(
         scale=summary["scale"],
-        config=HMCExperimentConfig(**_tuples(summary["config"])),
+        config=MarkovExperimentConfig(**_tuples(summary["config"])),
         sets=[_read_seed_set(k, rec, arrays) for k, rec in enumerate(summary["seed_sets"])],
         theory_seconds=summary["theory_seconds"],
         kernels={k[len("kernel_") :]: a for k, a in arrays.items() if k.startswith("kernel_") and k != "kernel_subset"},

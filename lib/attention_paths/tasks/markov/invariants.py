@@ -1,4 +1,4 @@
-"""The invariants of an :class:`~.result.HMCResult` (its ``check`` method), checked by its reader: every
+"""The invariants of an :class:`~.result.MarkovResult` (its ``check`` method), checked by its reader: every
 sweep's widths increasing and matching its arrays, its ``U`` finite, symmetric and positive semi-definite over
 the network's paths, the head scores those of ``U`` at the smallest width, accuracies in [0, 100], every kernel
 present, and every sampling run filed under its own network, width and sampler with arrays of the test set's

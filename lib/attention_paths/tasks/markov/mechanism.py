@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_paths.tasks.markov.data import N_FEATURES, embeddings
-from attention_paths.tasks.markov.task import HMCTask, _accuracy_with
+from attention_paths.tasks.markov.task import MarkovTask, _accuracy_with
 
 __all__ = ["repeat_coordinate", "difference_order_parameter", "cross_weight_ratio", "difference_scan"]
 
@@ -39,7 +39,7 @@ def cross_weight_ratio(U, g: int, d: int) -> float:
     return float(-U[g, d] / U[g, g])
 
 
-def difference_scan(task: HMCTask, cs, tau: float, g: int = 0, d: int | None = None) -> np.ndarray:
+def difference_scan(task: MarkovTask, cs, tau: float, g: int = 0, d: int | None = None) -> np.ndarray:
     """Test accuracy of kernel regression on the single feature ``xi^g - c xi^d`` for every ``c`` in ``cs``."""
     d = task.path_names.index("d") if d is None else d
     return np.array([_accuracy_with(task, difference_order_parameter(task.n_paths, g, d, c), tau) for c in cs])

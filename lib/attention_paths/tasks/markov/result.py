@@ -1,11 +1,11 @@
-"""The one result type of the hidden-Markov-chain experiment (:class:`HMCResult`): what
-:func:`~.experiment.run_hmc` computes and what a results folder holds are the same object, written by
-:func:`~.experiment.hmc_summary` and read back by :func:`~.experiment.read_hmc_run`.
+"""The one result type of the hidden-Markov-chain experiment (:class:`MarkovResult`): what
+:func:`~.experiment.run_markov` computes and what a results folder holds are the same object, written by
+:func:`~.experiment.markov_summary` and read back by :func:`~.experiment.read_markov_run`.
 
 A reloaded result lacks only what no chapter reads from a results folder: the seed sets' tasks (inputs,
 heads and path features: ``SeedSet.main`` and ``.noisy`` are ``None``), the theory's predictions and solver
 objects (``WidthSweep.predictions``, ``.gp``, ``.results``) and the full posterior samples
-(``SampledRun.samples``; their means, variances, order parameter and diagnostics are kept).  Its claims are
+(``MarkovSampledRun.samples``; their means, variances, order parameter and diagnostics are kept).  Its claims are
 those recorded when it was written.
 """
 
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attention_paths.tasks.markov.invariants import check_hmc
-from attention_paths.tasks.markov.task import HMCSeeds, HMCTask
+from attention_paths.tasks.markov.task import MarkovSeeds, MarkovTask
 
-__all__ = ["WidthSweep", "SeedSet", "SampledRun", "HMCResult"]
+__all__ = ["WidthSweep", "SeedSet", "MarkovSampledRun", "MarkovResult"]
 
 
 @dataclass(kw_only=True)
@@ -58,10 +58,10 @@ class SeedSet:
     ``gp_gd_minus_g`` is ``(difference, paired standard error)`` in points of the g+d GP line over the
     path-g one on the same test sequences (:func:`~.experiment.gp_gd_minus_g`; ``None`` in runs written
     before it was recorded: :func:`~.experiment.with_gp_gd_minus_g` recomputes it).
-    ``main`` and ``noisy`` are the :class:`~.task.HMCTask` objects (live only)."""
+    ``main`` and ``noisy`` are the :class:`~.task.MarkovTask` objects (live only)."""
 
     k: int | str
-    seeds: HMCSeeds
+    seeds: MarkovSeeds
     sweep: WidthSweep
     noisy_sweep: WidthSweep
     gp_all: float
@@ -73,8 +73,8 @@ class SeedSet:
     noisy_diagonal_only: np.ndarray
     noisy_equalised_diagonal: np.ndarray
     gp_gd_minus_g: tuple[float, float] | None = None
-    main: HMCTask | None = field(default=None, repr=False)
-    noisy: HMCTask | None = field(default=None, repr=False)
+    main: MarkovTask | None = field(default=None, repr=False)
+    noisy: MarkovTask | None = field(default=None, repr=False)
 
     @property
     def label(self) -> str:
@@ -89,7 +89,7 @@ class SeedSet:
 
 
 @dataclass(kw_only=True)
-class SampledRun:
+class MarkovSampledRun:
     """One posterior-sampling run of ``network`` at width ``N`` with sampler ``kind``: its test accuracy
     and Monte-Carlo error (%; ``accuracy_mcse`` NaN where a run did not record it), ``U_hat`` and its error
     (Pi, Pi), the posterior predictive ``mean``, ``var`` and Monte-Carlo error ``mcse`` on the test set
@@ -118,16 +118,16 @@ class SampledRun:
 
 
 @dataclass(kw_only=True)
-class HMCResult:
-    """Everything the hidden-Markov-chain chapter shows (:func:`~.experiment.run_hmc`).
+class MarkovResult:
+    """Everything the hidden-Markov-chain chapter shows (:func:`~.experiment.run_markov`).
 
-    ``config`` is the scale's :class:`~.experiment.HMCExperimentConfig`; ``sets`` the seed sets, the
+    ``config`` is the scale's :class:`~.experiment.MarkovExperimentConfig`; ``sets`` the seed sets, the
     reference's first (:attr:`headline`); ``theory_seconds`` their solve time.  On the headline's 4-path
     network at ``N = 10``: the path and GP and renormalised ``kernels`` on the rows ``kernel_subset`` (a
     dict of (n_sub, n_sub) arrays), their label ``alignment`` ({"GP", "renormalised"}: (n_align,)) and the
     class ``block_contrast`` of the full training kernels (``None`` in runs written before it was
-    recorded).  ``sampled`` maps :attr:`SampledRun.key` to each posterior-sampling run.  ``claims`` is
-    the recorded claims list of a reloaded result (``None`` live: :func:`~.claims.hmc_claims` checks
+    recorded).  ``sampled`` maps :attr:`MarkovSampledRun.key` to each posterior-sampling run.  ``claims`` is
+    the recorded claims list of a reloaded result (``None`` live: :func:`~.claims.markov_claims` checks
     them).
     """
 
@@ -139,7 +139,7 @@ class HMCResult:
     kernel_subset: np.ndarray
     alignment: dict[str, np.ndarray]
     block_contrast: dict[str, float] | None = None
-    sampled: dict[str, SampledRun] = field(default_factory=dict)
+    sampled: dict[str, MarkovSampledRun] = field(default_factory=dict)
     claims: list | None = None
     wall_seconds: float | None = None
     provenance: dict | None = None
@@ -159,6 +159,6 @@ class HMCResult:
         """Whether this result was computed here (its tasks and predictions are present), not reloaded."""
         return self.headline.main is not None
 
-    def sampled_run(self, network: str, N: int, kind: str) -> SampledRun | None:
+    def sampled_run(self, network: str, N: int, kind: str) -> MarkovSampledRun | None:
         """The sampling run of ``network`` at width ``N`` with sampler ``kind``, or ``None``."""
         return self.sampled.get(f"{network}_N{int(N)}_{kind}")

@@ -7,13 +7,13 @@ import dataclasses
 
 import numpy as np
 
-from attention_paths.tasks.markov.result import HMCResult
+from attention_paths.tasks.markov.result import MarkovResult
 
 __all__ = ["slim_hmc_result"]
 
 
-def slim_hmc_result(res: HMCResult) -> HMCResult:
-    """The hmc result (:class:`~attention_paths.tasks.markov.HMCResult`) without the raw input sequences of
+def slim_hmc_result(res: MarkovResult) -> MarkovResult:
+    """The hmc result (:class:`~attention_paths.tasks.markov.MarkovResult`) without the raw input sequences of
     the seed sets other than the headline one (the chapter uses only their sweeps; 57 MB per task at the
     paper's 1000 test sequences)."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_paths.tasks.markov.result import HMCResult, WidthSweep
+from attention_paths.tasks.markov.result import MarkovResult, WidthSweep
 
 __all__ = ["format_sweep", "sampling_records", "format_sampling", "format_seed_sets"]
 
@@ -17,7 +17,7 @@ def format_sweep(sw: WidthSweep) -> str:
     return "\n".join(rows)
 
 
-def sampling_records(res: HMCResult, committed: HMCResult | None = None) -> list[dict]:
+def sampling_records(res: MarkovResult, committed: MarkovResult | None = None) -> list[dict]:
     """One record per sampling run of this build (``res``) and of a committed run (``committed``).
 
     Keys: source ("this build" or "committed"), network, N, sampler, chains, warmup, samples, accuracy,
@@ -52,7 +52,7 @@ def sampling_records(res: HMCResult, committed: HMCResult | None = None) -> list
     return out
 
 
-def format_sampling(records: list[dict], res: HMCResult) -> str:
+def format_sampling(records: list[dict], res: MarkovResult) -> str:
     """Two text tables of :func:`sampling_records`, each within 80 columns: the accuracies (sampled, its Monte
     Carlo error, the theory's) with ``max|U_hat - U*| / max|U*|``, then the chain diagnostics.
 
@@ -83,7 +83,7 @@ def format_sampling(records: list[dict], res: HMCResult) -> str:
     return "\n".join(first) + "\n\n" + "\n".join(second)
 
 
-def format_seed_sets(res: HMCResult) -> str:
+def format_seed_sets(res: MarkovResult) -> str:
     """Text table of the headline numbers of every seed set (accuracies in %, ``U`` at ``N = 10``)."""
     head = ("set", "GP all", "GP g", "GP g+d", "N=10", "N=1000", "U_gg", "U_dd", "U_gd", "noisy10", "noisyGP")
     rows = [("{:>9}" + " {:>6}" * 8 + " {:>7}" * 2).format(*head)]

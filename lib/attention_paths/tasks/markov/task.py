@@ -1,4 +1,4 @@
-"""One hidden-Markov-chain network (spec §A.1-A.3): seeds, data, heads and path features (:class:`HMCTask`), the
+"""One hidden-Markov-chain network (spec §A.1-A.3): seeds, data, heads and path features (:class:`MarkovTask`), the
 path names, and the order parameters of single paths and subnetworks."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from attention_paths.theory.paths import path_features, path_inputs
 from attention_paths.theory.predictor import predict
 
 __all__ = [
-    "HMCSeeds",
-    "HMCTask",
-    "make_hmc_task",
+    "MarkovSeeds",
+    "MarkovTask",
+    "make_markov_task",
     "MAIN_PATHS",
     "MAIN_ORDER",
     "NOISY_PATHS",
@@ -35,10 +35,10 @@ NOISY_PATHS = ("g", "d")
 
 
 @dataclass(frozen=True)
-class HMCSeeds:
+class MarkovSeeds:
     """Seeds of one "seed set": data (train, test) and the two random heads (spec §A.1-A.2).
 
-    ``HMCSeeds().shifted(k)`` adds ``1000 k`` to every seed (robustness check H9) and keeps the generator;
+    ``MarkovSeeds().shifted(k)`` adds ``1000 k`` to every seed (robustness check H9) and keeps the generator;
     ``k = 0`` is the reference's seed values (with this project's generator, OP-E1).  Seeds are
     non-negative integers.
     """
@@ -53,9 +53,9 @@ class HMCSeeds:
         if self.generator not in GENERATORS:
             raise ValueError(f"generator must be one of {GENERATORS}, got {self.generator!r}")
         for name in ("train", "test", "random_1", "random_2"):
-            _check_seed(getattr(self, name), f"HMCSeeds.{name}")
+            _check_seed(getattr(self, name), f"MarkovSeeds.{name}")
 
-    def shifted(self, k: int) -> "HMCSeeds":
+    def shifted(self, k: int) -> "MarkovSeeds":
         """These seeds plus ``1000 k`` each, with the same generator."""
         _check_seed(k, "shift k")
         return replace(
@@ -67,13 +67,13 @@ class HMCSeeds:
         )
 
     @classmethod
-    def reference(cls) -> "HMCSeeds":
+    def reference(cls) -> "MarkovSeeds":
         """The reference's seed values with the reference's generator: the paper's own data and heads."""
         return cls(generator="torch-reference")
 
 
 @dataclass
-class HMCTask:
+class MarkovTask:
     """Data, heads and path features of one HMC network.
 
     ``layers`` are the W-form heads per layer; features are ``[P, N0, Pi]`` as in
@@ -102,14 +102,14 @@ class HMCTask:
         return int(np.prod(self.heads))
 
 
-def make_hmc_task(
+def make_markov_task(
     network: str = "main",
-    seeds: HMCSeeds = HMCSeeds(),
+    seeds: MarkovSeeds = MarkovSeeds(),
     P: int = 100,
     P_test: int = 1000,
     sigma_perp: float | None = None,
     beta: float = BETA,
-) -> HMCTask:
+) -> MarkovTask:
     """Build one of the networks of spec §A.3 on its data.
 
     ``network``:
@@ -146,7 +146,7 @@ def make_hmc_task(
     r = readout_vector("last", N_STATES + 1)
     xi_tr = path_inputs(x_tr, layers, r).numpy()
     xi_te = path_inputs(x_te, layers, r).numpy()
-    return HMCTask(
+    return MarkovTask(
         network, x_tr, y_tr, x_te, y_te, layers, r, names, path_features(xi_tr), path_features(xi_te), xi_tr, xi_te
     )
 
@@ -176,7 +176,7 @@ def subnetwork_U(n_paths: int, paths) -> np.ndarray:
     return U
 
 
-def _accuracy_with(task: HMCTask, U, tau: float) -> float:
+def _accuracy_with(task: MarkovTask, U, tau: float) -> float:
     """Test accuracy of the mean predictor with kernel ``K^U``; NaN if ``U`` is not positive semidefinite."""
     try:
         check_psd(U)
@@ -187,7 +187,7 @@ def _accuracy_with(task: HMCTask, U, tau: float) -> float:
     )
 
 
-def _correct_with(task: HMCTask, U, tau: float) -> np.ndarray:
+def _correct_with(task: MarkovTask, U, tau: float) -> np.ndarray:
     """Per-test-sequence correctness (bool, (P_test,)) of the mean predictor with kernel ``K^U``: the sign of
     its mean equals the label (an exactly zero mean counts as wrong, as in :func:`_accuracy_with`)."""
     check_psd(U)
