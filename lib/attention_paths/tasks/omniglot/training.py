@@ -87,6 +87,14 @@ def _autocast_dtype(precision: str, dev: torch.device):
     return {"float32": None, "bfloat16": torch.bfloat16, "float16": torch.float16}[precision]
 
 
+def _resume_start(last: Path, resume_from) -> Path | None:
+    """The checkpoint a run continues from: its own ``last.pt``, else ``resume_from`` (which must exist)."""
+    start = last if last.exists() else (Path(resume_from) if resume_from is not None else None)
+    if start is not None and not start.exists():
+        raise FileNotFoundError(f"resume_from={start} does not exist")
+    return start
+
+
 def train(
     cfg: TrainConfig,
     out,
@@ -130,9 +138,7 @@ def train(
     scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)  # loss scaling for fp16 only
     step, history, best, seconds = 0, [], None, 0.0
     last = out / "last.pt"
-    start = last if last.exists() else (Path(resume_from) if resume_from is not None else None)
-    if start is not None and not start.exists():
-        raise FileNotFoundError(f"resume_from={start} does not exist")
+    start = _resume_start(last, resume_from)
     if resume and start is not None:
         step, history, best, seconds = _resume(start, cfg, dev, net, opt, rng, scaler, _precision_name(amp_dtype))
     fwd = net.forward if layerwise else net.path_forward
