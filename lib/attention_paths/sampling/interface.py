@@ -26,12 +26,15 @@ __all__ = ["Sampler", "SAMPLERS", "register_sampler", "get_sampler"]
 class Sampler(abc.ABC):
     """A posterior sampler of the Bayesian network: the declared contract every registered sampler meets.
 
-    Class attributes
-    ----------------
-    name : the registry name, recorded as ``PosteriorSamples.kind``
-    config_type : its config dataclass, :class:`SamplerConfig` or a subclass adding the sampler's own inputs
+    Its class attributes:
+
+    name
+        the registry name, recorded as ``PosteriorSamples.kind``
+    config_type
+        its config dataclass, :class:`SamplerConfig` or a subclass adding the sampler's own inputs
         and settings (those extra fields are not recorded in ``settings["sampler"]``)
-    every_width : ``True`` when a width sweep can run it at every width (its cost per draw does not grow with
+    every_width
+        ``True`` when a width sweep can run it at every width (its cost per draw does not grow with
         the input dimension); ``False`` when a sweep runs it only at the widths its config lists for the
         costlier samplers (the toy check's ``full_widths``)
 

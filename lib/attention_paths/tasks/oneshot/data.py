@@ -58,6 +58,7 @@ class OneShotData:
     network_output : {set: [n] output of the trained network (float64) on the same episodes}
     U_gd : [Pi, Pi] gradient-descent order parameter (:func:`gd_order_parameter`)
     info : sizes, seeds, episode counts and the network's record
+
     heads : heads per layer of the network the data were extracted from (``Pi = prod(heads)`` paths, flattened
         first layer slowest); every analysis reads the architecture from here.  Data saved before it was
         recorded reload with :data:`LEGACY_HEADS` (the paper's 2 x 4)
