@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
-import numpyro.distributions as dist
 
 from attention_paths.sampling.diagnostics import chain_diagnostics, warn_if_bad
 from attention_paths.sampling.interface import Sampler
+
+# numpyro through nuts, which imports it with tqdm.auto's IProgress warning silenced (Jupyter without ipywidgets)
 from attention_paths.sampling.nuts import (
+    dist,
     effective_weights,
+    numpyro,
     recorded_settings,
     run_nuts,
     sample_U,

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
-import numpyro
 
 from attention_paths.sampling.diagnostics import chain_diagnostics, warn_if_bad
 from attention_paths.sampling.interface import Sampler
+
+# numpyro through nuts, which imports it with tqdm.auto's IProgress warning silenced (Jupyter without ipywidgets)
 from attention_paths.sampling.nuts import (
     effective_weights,
+    numpyro,  # noqa: I001
     recorded_settings,
     run_nuts,
     sample_U,
