@@ -29,6 +29,8 @@ run, summary),
 :mod:`.claims` and :mod:`.tables`.  The command line's experiment keeps the name ``hmc``.
 """
 
+import warnings
+
 from attention_paths.tasks.markov.claims import markov_claims
 from attention_paths.tasks.markov.data import (
     BETA,
@@ -139,8 +141,6 @@ _DEPRECATED = {
 
 def __getattr__(name):
     if name in _DEPRECATED:
-        import warnings
-
         new = _DEPRECATED[name]
         warnings.warn(
             f"attention_paths.tasks.markov.{name} is deprecated; use markov.{new} (removed after 0.3)",
