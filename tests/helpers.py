@@ -63,3 +63,38 @@ def synthetic_oneshot_data(rng, P=40, n=30):
         features[name], ys[name] = feats(P if name == "train" else n)
     outputs = {k: v + 0.1 for k, v in ys.items()}
     return oneshot.OneShotData(features, ys, outputs, np.eye(16), {"synthetic": True})
+
+
+def central_differences(f, u0, h):
+    """Columns d f / d u_k by central differences (f scalar- or vector-valued)."""
+    cols = []
+    for k in range(len(u0)):
+        up, um = u0.copy(), u0.copy()
+        up[k] += h
+        um[k] -= h
+        cols.append((np.asarray(f(up)) - np.asarray(f(um))) / (2 * h))
+    return np.stack(cols, axis=-1)
+
+
+def rewritten_run(tmp_path, src, edit_summary=None, edit_arrays=None):
+    """A copy of the results folder ``src`` with its summary or arrays edited and its digest record regenerated,
+    as a careful forger (or a buggy writer) would leave it: only the content checks can catch it."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from attention_paths.base.io import load_npz
+    from attention_paths.runs import results
+
+    run = tmp_path / Path(src).name
+    shutil.copytree(src, run)
+    summary = json.loads((run / "summary.json").read_text())
+    arrays = load_npz(run / "arrays.npz")
+    if edit_summary:
+        edit_summary(summary)
+    if edit_arrays:
+        edit_arrays(arrays)
+    (run / "summary.json").write_text(json.dumps(summary))
+    np.savez(run / "arrays.npz", **arrays)
+    results.write_files_record(run)
+    return run

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import rewritten_run
 
 from attention_paths.runs import experiments, results
 from attention_paths.tasks import markov, oneshot, pruning
@@ -126,27 +127,6 @@ def test_damaged_committed_runs_are_refused(tmp_path, pruning_run):
         experiments.load_run(tmp_path / "run", "pruning")
 
 
-def _rewritten(tmp_path, src, edit_summary=None, edit_arrays=None):
-    """A copy of committed run ``src`` with its summary or arrays edited and its record regenerated, as a
-    careful forger (or a buggy writer) would leave it: only the content checks can catch it."""
-    import shutil
-
-    from attention_paths.base.io import load_npz
-
-    run = tmp_path / src.name
-    shutil.copytree(src, run)
-    summary = json.loads((run / "summary.json").read_text())
-    arrays = load_npz(run / "arrays.npz")
-    if edit_summary:
-        edit_summary(summary)
-    if edit_arrays:
-        edit_arrays(arrays)
-    (run / "summary.json").write_text(json.dumps(summary))
-    np.savez(run / "arrays.npz", **arrays)
-    results.write_files_record(run)
-    return run
-
-
 def _negate(a, key):
     a[key] = -a[key]
 
@@ -199,7 +179,7 @@ def _nan_first(a, key):
 def test_consistently_edited_runs_fail_their_content_checks(
     tmp_path, folder, experiment, edit_summary, edit_arrays, match
 ):
-    run = _rewritten(tmp_path, DATA / folder, edit_summary, edit_arrays)
+    run = rewritten_run(tmp_path, DATA / folder, edit_summary, edit_arrays)
     with pytest.raises(ValueError, match=match):
         experiments.load_run(run, experiment)
 

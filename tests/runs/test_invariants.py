@@ -4,13 +4,12 @@ must still refuse it, with a ``ValueError`` naming the folder, the field and the
 ``results.write`` seals only the files the current run wrote."""
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import rewritten_run
 
-from attention_paths.base.io import load_npz
 from attention_paths.runs import experiments, results
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -21,17 +20,7 @@ RB10, FULL10 = "main_N10_rao-blackwell", "main_N10_full"
 
 def _rewritten(tmp_path, src: str, edit_summary=None, edit_arrays=None) -> Path:
     """A copy of committed run ``src`` edited, with its digest record regenerated to match."""
-    run = tmp_path / Path(src).name
-    shutil.copytree(DATA / src, run)
-    summary = json.loads((run / "summary.json").read_text())
-    arrays = load_npz(run / "arrays.npz")
-    if edit_summary:
-        edit_summary(summary)
-    if edit_arrays:
-        edit_arrays(arrays)
-    (run / "summary.json").write_text(json.dumps(summary))
-    np.savez(run / "arrays.npz", **arrays)
-    results.write_files_record(run)
+    run = rewritten_run(tmp_path, DATA / src, edit_summary, edit_arrays)
     results.verify_files(run)  # the digests pass: only the content checks can refuse it
     return run
 

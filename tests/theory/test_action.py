@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from helpers import random_instance, random_spd, torch_reduced_action
+from helpers import central_differences, random_instance, random_spd, torch_reduced_action
 from scipy import optimize
 
 import attention_paths as ap
@@ -29,17 +29,6 @@ def test_analytic_gradient_equals_autodiff(heads):
     for g, u in zip(grads, Ut):
         # autodiff goes through U_a(U_L) as well: equality is the envelope theorem
         np.testing.assert_allclose(g, u.grad.numpy(), rtol=0, atol=1e-10 * max(1.0, np.abs(g).max()))
-
-
-def central_differences(f, u0, h):
-    """Columns d f / d u_k by central differences (f scalar- or vector-valued)."""
-    cols = []
-    for k in range(len(u0)):
-        up, um = u0.copy(), u0.copy()
-        up[k] += h
-        um[k] -= h
-        cols.append((np.asarray(f(up)) - np.asarray(f(um))) / (2 * h))
-    return np.stack(cols, axis=-1)
 
 
 def test_gradient_matches_central_differences():

@@ -4,7 +4,7 @@ energy Hessian (issue 36 §2): blocked equals one block, and both equal the dens
 import numpy as np
 import pytest
 import torch
-from helpers import random_instance, random_spd
+from helpers import central_differences, random_instance, random_spd
 
 import attention_paths as ap
 from attention_paths.theory.action import DEFAULT_HESSIAN_BYTES
@@ -53,17 +53,7 @@ def test_packed_hessian_fold_equals_the_selection_matrix_product():
         np.testing.assert_allclose(pk.fold(M, l), pk.E[l].T @ M @ pk.E[l], rtol=0, atol=1e-13)
 
 
-def _differences(f, u0, h):
-    cols = []
-    for k in range(len(u0)):
-        up, um = u0.copy(), u0.copy()
-        up[k] += h
-        um[k] -= h
-        cols.append((np.asarray(f(up)) - np.asarray(f(um))) / (2 * h))
-    return np.stack(cols, axis=-1)
-
-
-def test_gradient_at_27_paths_matches_central_differences():
+def test_gradient_at_27_paths_matches_centralcentral_differences():
     """Three layers of three heads: U_1 27 x 27, U_2 9 x 9, U_3 3 x 3 (429 packed unknowns); the gradient
     against central differences of the action along 24 random directions in all of them at once."""
     act = _action((3, 3, 3), tau=0.2)
@@ -85,7 +75,7 @@ def test_three_layer_hessian_matches_differences_of_the_gradient():
     Us = [random_spd(D, rng) for D in act.arch.dims]
     pk = act.packing
     H = act.hessian(Us, max_bytes=1)
-    fd = _differences(lambda u: pk.pack_gradient(act.gradient(pk.unpack(u))), pk.pack(Us), 1e-6)
+    fd = central_differences(lambda u: pk.pack_gradient(act.gradient(pk.unpack(u))), pk.pack(Us), 1e-6)
     np.testing.assert_allclose(H, fd, rtol=1e-5, atol=1e-6 * np.abs(H).max())
 
 

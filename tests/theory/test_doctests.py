@@ -5,12 +5,12 @@ import doctest
 
 import pytest
 
-from attention_paths.base import serialise
+from attention_paths.base import deprecation, serialise
 from attention_paths.runs import registry
 from attention_paths.theory import predictor, solver
 
 
-@pytest.mark.parametrize("module", [solver, predictor, registry, serialise], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [solver, predictor, registry, serialise, deprecation], ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0, f"{module.__name__} has no examples"

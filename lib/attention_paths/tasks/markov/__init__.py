@@ -29,8 +29,7 @@ run, summary),
 :mod:`.claims` and :mod:`.tables`.  The command line's experiment keeps the name ``hmc``.
 """
 
-import warnings
-
+from attention_paths.base.deprecation import renamed
 from attention_paths.tasks.markov.claims import markov_claims
 from attention_paths.tasks.markov.data import (
     BETA,
@@ -139,13 +138,9 @@ _DEPRECATED = {
 }
 
 
-def __getattr__(name):
-    if name in _DEPRECATED:
-        new = _DEPRECATED[name]
-        warnings.warn(
-            f"attention_paths.tasks.markov.{name} is deprecated; use markov.{new} (removed after 0.3)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return globals()[new]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = renamed(
+    __name__,
+    _DEPRECATED,
+    globals().__getitem__,
+    "{module}.{old} is deprecated; use markov.{new} (removed after 0.3)",
+)
