@@ -269,9 +269,9 @@ def committed_checkpoint(name: str, data_dir=None) -> tuple[Path, dict] | None:
     if not (model.exists() and rec_path.exists()):
         half = [p.name for p in (model, rec_path) if not p.exists()]
         raise ValueError(f"{folder} holds network {name!r} only in part: {' and '.join(half)} missing")
-    verify_network_folder(folder)
+    seal = verify_network_folder(folder)  # model.pt hashed once: its digest is the seal's, just checked
     record = read_json(rec_path, "network record")
-    if checkpoint_sha256(model) != _field(record, rec_path, "exported", "sha256"):
+    if seal["files_sha256"]["model.pt"] != _field(record, rec_path, "exported", "sha256"):
         raise ValueError(f"{model} does not match the SHA-256 in its record.json")
     try:
         recorded = TrainConfig(**_field(record, rec_path, "config"))
