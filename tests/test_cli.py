@@ -146,14 +146,15 @@ def test_a_scheduler_address_that_is_no_scheduler_fails_within_seconds(tmp_path)
 
 
 def test_the_sampler_choices_are_the_samplers_the_package_has():
-    """``--sampler`` spells out ``sampling.SAMPLER_KINDS`` (the parser must not import JAX to know them)."""
+    """``--sampler`` offers ``sampling.SAMPLER_NAMES``, the built-in ``SAMPLER_KINDS`` first (read without JAX)."""
     from attention_paths import sampling
     from attention_paths.__main__ import _parser, _subparser
 
     for command in ("omniglot-theory", "reproduce"):
         sub = _subparser(_parser(), command)
         action = next(a for a in sub._actions if "--sampler" in a.option_strings)
-        assert tuple(action.choices) == tuple(sampling.SAMPLER_KINDS)
+        assert tuple(action.choices) == tuple(sampling.SAMPLER_NAMES)
+        assert tuple(action.choices)[:2] == tuple(sampling.SAMPLER_KINDS) == ("rao-blackwell", "full")
 
 
 @pytest.mark.parametrize(

@@ -80,7 +80,7 @@ def registered():
     added = [sp.register_sampler(GPLimitSampler()), sp.register_sampler(EchoSampler())]
     yield added
     for s in added:
-        sp.SAMPLERS.pop(s.name, None)
+        sp.unregister_sampler(s.name)
 
 
 def test_the_built_in_samplers_declare_their_contract():
@@ -123,7 +123,7 @@ def test_a_third_sampler_is_one_class_and_one_registration(registered, tmp_path)
     np.testing.assert_array_equal(plain.U_hat, np.eye(4))
     back = sp.load_samples(smp.save(tmp_path / "gp.npz"))  # a registered kind is a known kind
     np.testing.assert_array_equal(back.mean_samples, smp.mean_samples)
-    sp.SAMPLERS.pop("gp-limit")
+    sp.unregister_sampler("gp-limit")
     with pytest.raises(sp.SamplesFileError, match=r"gp.npz is of kind 'gp-limit', which is no known sampler"):
         sp.load_samples(tmp_path / "gp.npz")
     with pytest.raises(ValueError, match="got 'gp-limit'"):
@@ -211,3 +211,77 @@ def test_the_toy_check_reads_which_sampler_runs_at_which_width(registered, monke
 def test_the_dispatchers_docstring_example_runs():
     result = doctest.testmod(dispatch, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 5 and result.failed == 0
+
+
+def test_a_registered_sampler_is_known_by_name_everywhere_without_an_edit(registered, capsys, monkeypatch):
+    """Issue 35 §6: the registry's names (:data:`sampling.SAMPLER_NAMES`) are what ``oneshot.with_budget``, the
+    toy check and the command line's ``--sampler`` and ``--samplers`` accept, so a third sampler is usable
+    through them with no edit there; unregistered, it is refused again by all of them."""
+    from attention_paths.__main__ import _parser, _subparser, main
+    from attention_paths.tasks import oneshot
+
+    assert tuple(sp.SAMPLER_NAMES) == ("rao-blackwell", "full", "gp-limit", "echo")
+    assert sp.SAMPLER_NAMES.target("gp-limit") == f"{GPLimitSampler.__module__}:GPLimitSampler"
+    budget = oneshot.with_budget({"sampler": {"num_chains": 2}}, {"kind": "gp-limit", "num_samples": 5})
+    assert budget == {"sampler": {"num_chains": 2, "num_samples": 5}, "kind": "gp-limit"}
+    for command in ("omniglot-theory", "reproduce"):
+        sub = _subparser(_parser(), command)
+        action = next(a for a in sub._actions if "--sampler" in a.option_strings)
+        assert "gp-limit" in action.choices and "{rao-blackwell,full,gp-limit,echo}" in sub.format_help()
+    seen = []
+    monkeypatch.setattr("attention_paths.runs.experiments.run_experiment", lambda *a, **kw: seen.append(kw) or {})
+    assert main(["omniglot-theory", "--sampler", "gp-limit", "--sampling", "1,2,3", "--out", "/tmp/x", "--quiet"]) == 0
+    assert seen[-1]["budget"] == {"num_chains": 1, "num_warmup": 2, "num_samples": 3, "kind": "gp-limit"}
+    assert main(["posterior", "--samplers", "gp-limit,rao-blackwell", "--out", "/tmp/x", "--quiet"]) == 0
+    assert seen[-1]["samplers"] == "gp-limit,rao-blackwell"
+    capsys.readouterr()
+    sp.unregister_sampler("gp-limit")
+    with pytest.raises(ValueError, match=r"sampling kind must be one of \('rao-blackwell', 'full', 'echo'\)"):
+        oneshot.with_budget({"sampler": {}}, {"kind": "gp-limit"})
+    for argv in (["omniglot-theory", "--sampler", "gp-limit"], ["posterior", "--samplers", "gp-limit"]):
+        with pytest.raises(SystemExit):
+            main([*argv, "--out", "/tmp/x"])
+        assert "gp-limit" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="built-in sampler"):
+        sp.unregister_sampler("full")
+
+
+def test_the_toy_check_runs_the_samplers_it_is_given(registered, monkeypatch):
+    """``posterior_check(samplers=...)`` runs any sampler by name (an every-width one at every width)."""
+    calls = []
+
+    def fake_sample(kind, Xtr, y, tau, arch, Xte, *, config, progress=None):
+        calls.append((int(arch.widths[0]), kind))
+        return dispatch.sample("echo", Xtr, y, tau, arch, Xte, config=sp.SamplerConfig(num_samples=2, num_chains=1))
+
+    monkeypatch.setattr(sp, "sample", fake_sample)
+    res = toy.posterior_check("quick", samplers="gp-limit,echo")
+    assert calls == [(10, "gp-limit"), (20, "gp-limit"), (20, "echo"), (40, "gp-limit")]
+    assert list(res.rows[1].agreement) == ["gp-limit", "echo"]
+    with pytest.raises(ValueError, match=r"unknown sampler 'gibbs'; the samplers are \('rao-blackwell'"):
+        toy.posterior_check("quick", samplers=("gibbs",))
+
+
+def test_an_installed_packages_sampler_is_declared_by_its_entry_point(monkeypatch):
+    """A package declares a sampler as an entry point (group ``attention_paths.samplers``): its name is known
+    at once, without importing it, and ``get_sampler`` loads and registers it on first use."""
+    from importlib import metadata
+
+    from attention_paths.sampling import names
+
+    target = f"{GPLimitSampler.__module__}:GPLimitSampler"
+    eps = [metadata.EntryPoint("gp-limit", target, names.ENTRY_POINT_GROUP)]
+    eps.append(metadata.EntryPoint("full", "elsewhere:Impostor", names.ENTRY_POINT_GROUP))  # never takes a built-in
+    monkeypatch.setattr(names.metadata, "entry_points", lambda group: eps if group == names.ENTRY_POINT_GROUP else [])
+    fresh = names.SamplerNames(names.BUILTIN_SAMPLER_TARGETS)
+    assert tuple(fresh) == ("rao-blackwell", "full", "gp-limit") and fresh.target("full").startswith("attention_")
+    monkeypatch.setattr(interface, "SAMPLER_NAMES", fresh)
+    try:
+        sampler = interface.get_sampler("gp-limit")
+        assert isinstance(sampler, GPLimitSampler) and sp.SAMPLERS["gp-limit"] is sampler
+    finally:
+        sp.SAMPLERS.pop("gp-limit", None)
+    fresh.declare("broken", "no_such_module_here:Sampler")
+    with pytest.raises(ValueError, match=r"'broken' is declared as 'no_such_module_here:Sampler', which cannot"):
+        interface.get_sampler("broken")
+    assert doctest.testmod(names).failed == 0

@@ -10,9 +10,10 @@ command line (:mod:`attention_paths.__main__`), :func:`attention_paths.runs.expe
 record here.  :data:`COMMANDS` holds the three commands that are not experiments (``omniglot-train``,
 ``reproduce``, ``ensemble``) in the same form.
 
-This module imports nothing but the standard library: a record names its functions by dotted path
-(``"attention_paths.tasks.markov:run_markov"``), imported on first use (:meth:`Experiment.resolve`), so that
-``--help`` and argument errors answer before torch, JAX or the tasks load.
+This module imports nothing but the standard library and the samplers' names
+(:data:`attention_paths.sampling.names.SAMPLER_NAMES`, the ``--sampler`` choices): a record names its functions
+by dotted path (``"attention_paths.tasks.markov:run_markov"``), imported on first use (:meth:`Experiment.resolve`),
+so that ``--help`` and argument errors answer before torch, JAX or the tasks load.
 
 >>> sorted(EXPERIMENTS)
 ['hmc', 'omniglot-theory', 'posterior', 'pruning', 'theory']
@@ -29,6 +30,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from attention_paths.sampling.names import SAMPLER_NAMES
+
 __all__ = ["Option", "Experiment", "Command", "EXPERIMENTS", "COMMANDS", "COMMON_OPTIONS", "resolve"]
 
 
@@ -43,7 +46,7 @@ class Option:
     help: str
     type: Callable | None = None
     default: Any = None
-    choices: tuple | None = None
+    choices: Any = None  # a tuple, or a live container read when the parser is built and when it checks a value
     action: str | None = None
     metavar: str | None = None
     dest: str | None = None
@@ -191,7 +194,15 @@ SAMPLING = Option(
 SAMPLER = Option(
     "--sampler",
     "posterior sampler (default: the scale's; paper: full-weight NUTS, quick: Rao-Blackwellised)",
-    choices=("rao-blackwell", "full"),  # sampling.SAMPLER_KINDS, spelt out: --help must not import JAX (tested)
+    choices=SAMPLER_NAMES,  # every sampler usable by name, read without JAX (--help must not import it: tested)
+)
+SAMPLER_LIST = Option(
+    "--samplers",
+    "the samplers to compare with the theory, by name (default: the built-in two; a sampler that is not "
+    "every_width runs only at the config's full_widths)",
+    metavar="NAME,...",
+    keyword="samplers",
+    check="attention_paths.sampling.names:check_sampler_names",
 )
 SAVE_SAMPLES = Option(
     "--save-samples", "also write every posterior-sampling run whole (large files)", action="store_true"
@@ -266,7 +277,7 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
         Experiment(
             "posterior",
             "the posterior-sampling check of the theory on a toy problem (both samplers)",
-            options=(DEVICE, CPU_DEVICES),
+            options=(DEVICE, CPU_DEVICES, SAMPLER_LIST),
             run=f"{_TOY}:posterior_check",
             result=f"{_TOY}:PosteriorCheckResult",
             summary=f"{_TOY}:posterior_summary",

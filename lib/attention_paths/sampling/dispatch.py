@@ -2,7 +2,7 @@
 
 Loading this module registers the two built-in samplers, in this order: ``"rao-blackwell"``
 (:mod:`.rao_blackwell`) and ``"full"`` (:mod:`.full`).  A third is one module with a :class:`~.interface.Sampler`
-subclass and one :func:`~.interface.register_sampler` call.
+subclass and one :func:`~.interface.register_sampler` call (or one entry point, :mod:`.names`).
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import warnings
 
 from attention_paths.sampling import full, rao_blackwell
 from attention_paths.sampling.diagnostics import SamplingWarning
-from attention_paths.sampling.interface import SAMPLERS, Sampler, get_sampler, register_sampler
+from attention_paths.sampling.interface import SAMPLERS, Sampler, get_sampler, register_sampler, unregister_sampler
 from attention_paths.sampling.samples import PosteriorSamples, SamplerConfig
 from attention_paths.theory.architecture import Architecture
 
-__all__ = ["sample", "SAMPLERS", "Sampler", "get_sampler", "register_sampler", "BUILTIN_SAMPLERS"]
+__all__ = ["sample", "SAMPLERS", "Sampler", "get_sampler", "register_sampler", "unregister_sampler", "BUILTIN_SAMPLERS"]
 
 for _builtin in (rao_blackwell.RaoBlackwellSampler(), full.FullWeightSampler()):
     if _builtin.name not in SAMPLERS:  # (a module reloaded in a session keeps the registered ones)

@@ -4,23 +4,27 @@ A sampler is a subclass of :class:`Sampler` that declares its :attr:`~Sampler.na
 (:attr:`~Sampler.config_type`, a :class:`~attention_paths.sampling.samples.SamplerConfig` holding the shared
 draw counts and seed plus the sampler's own inputs and settings) and whether a width sweep can afford it at
 every width (:attr:`~Sampler.every_width`), and implements :meth:`~Sampler.sample`.  Adding a sampler is one
-module with one such class and one :func:`register_sampler` call; ``attention_paths.sampling.sample(name, ...)``
-then dispatches to it.  This module imports no JAX.
+module with one such class and one :func:`register_sampler` call (or one entry point, :mod:`.names`);
+``attention_paths.sampling.sample(name, ...)`` then dispatches to it.  The names of the samplers live in
+:data:`.names.SAMPLER_NAMES`, which :func:`register_sampler` writes to, so the command line, ``oneshot.with_budget``
+and the toy check know every sampler by name before one is loaded.  This module imports no JAX.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+import importlib
 from dataclasses import fields
 from typing import TYPE_CHECKING, ClassVar
 
+from attention_paths.sampling.names import SAMPLER_NAMES
 from attention_paths.sampling.samples import SAMPLERS, PosteriorSamples, SamplerConfig
 
 if TYPE_CHECKING:
     from attention_paths.theory.architecture import Architecture
 
-__all__ = ["Sampler", "SAMPLERS", "register_sampler", "get_sampler"]
+__all__ = ["Sampler", "SAMPLERS", "register_sampler", "unregister_sampler", "get_sampler"]
 
 
 class Sampler(abc.ABC):
@@ -91,8 +95,9 @@ def _field_values(config) -> dict:
 
 
 def register_sampler(sampler: Sampler, *, replace: bool = False) -> Sampler:
-    """Register ``sampler`` (an instance of a :class:`Sampler` subclass) under its name; a name already taken
-    is refused unless ``replace``.  Returns the sampler."""
+    """Register ``sampler`` (an instance of a :class:`Sampler` subclass) under its name, and declare the name
+    (:data:`.names.SAMPLER_NAMES`, as ``"<module>:<class>"``); a name already registered is refused unless
+    ``replace``.  Returns the sampler."""
     if isinstance(sampler, type):
         raise TypeError(f"register_sampler takes a Sampler instance, got the class {sampler.__name__}: call it")
     if not isinstance(sampler, Sampler):
@@ -108,12 +113,43 @@ def register_sampler(sampler: Sampler, *, replace: bool = False) -> Sampler:
             "pass replace=True to replace it"
         )
     SAMPLERS[name] = sampler
+    if SAMPLER_NAMES.target(name) is None or replace:
+        SAMPLER_NAMES.declare(name, f"{type(sampler).__module__}:{type(sampler).__qualname__}")
     return sampler
 
 
+def unregister_sampler(name: str) -> None:
+    """Remove sampler ``name`` from the registry and from :data:`.names.SAMPLER_NAMES` (no error if unknown);
+    a built-in sampler is refused."""
+    if name in SAMPLER_NAMES.builtins:
+        raise ValueError(f"{name!r} is a built-in sampler: it cannot be unregistered (replace it instead)")
+    SAMPLERS.pop(name, None)
+    SAMPLER_NAMES.forget(name)
+
+
 def get_sampler(name: str) -> Sampler:
-    """The registered sampler called ``name``; an unknown name is a ValueError listing the registered ones."""
-    try:
+    """The sampler called ``name``: a registered one, or one declared by name (:data:`.names.SAMPLER_NAMES`: an
+    installed package's entry point), loaded and registered now; an unknown name is a ValueError listing the
+    known ones."""
+    if isinstance(name, str) and name in SAMPLERS:
         return SAMPLERS[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"sampler kind must be one of {tuple(SAMPLERS)}, got {name!r}") from None
+    target = SAMPLER_NAMES.target(name) if isinstance(name, str) else None
+    if target is None:
+        known = tuple(dict.fromkeys([*SAMPLERS, *SAMPLER_NAMES]))
+        raise ValueError(f"sampler kind must be one of {known}, got {name!r}")
+    return register_sampler(_load(name, target))
+
+
+def _load(name: str, target: str) -> Sampler:
+    """The sampler that ``target`` (``"module:attribute"``: a :class:`Sampler` subclass or instance) names."""
+    module, _, attribute = target.partition(":")
+    try:
+        obj = importlib.import_module(module)
+        for part in attribute.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"sampler {name!r} is declared as {target!r}, which cannot be loaded ({err})") from None
+    sampler = obj() if isinstance(obj, type) and issubclass(obj, Sampler) else obj
+    if not isinstance(sampler, Sampler) or getattr(sampler, "name", None) != name:
+        raise ValueError(f"sampler {name!r} is declared as {target!r}, which is not a Sampler named {name!r}")
+    return sampler

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from attention_paths.base.io import atomic_write
-from attention_paths.sampling import SAMPLER_KINDS
 from attention_paths.sampling.diagnostics import ess_bulk
+from attention_paths.sampling.names import SAMPLER_NAMES
 from attention_paths.theory.predictor import accuracy
 
 __all__ = [
@@ -213,8 +213,9 @@ def _check_format(path: Path, meta: dict, arrays: dict) -> None:
 
 
 def _known_kinds() -> set:
-    """The built-in samplers' names (known without starting JAX) and those registered in this session."""
-    return set(SAMPLER_KINDS) | set(SAMPLERS)
+    """The declared samplers' names (known without loading one: :data:`.names.SAMPLER_NAMES`) and those
+    registered in this session."""
+    return set(SAMPLER_NAMES) | set(SAMPLERS)
 
 
 def _check_content(path: Path, meta: dict, arrays: dict) -> None:

@@ -249,20 +249,20 @@ def run_markov(scale: str | None = None, progress: bool = False, sample: bool = 
 def sample_markov(head: SeedSet, cfg: MarkovExperimentConfig, progress: bool = False) -> dict[str, MarkovSampledRun]:
     """Posterior samples of the 4-path and 2-path networks of the seed set ``head`` at the widths listed in
     ``cfg.sampling``: ``{key: MarkovSampledRun}`` (:attr:`~.result.MarkovSampledRun.key`), per network and width in the
-    order of ``sampling.SAMPLERS`` (the registered samplers, built-in ones first)."""
+    order of ``sampling.SAMPLER_NAMES`` (every sampler usable by name, built-in ones first)."""
     sconf = sampling.SamplerConfig(**cfg.sampler)
     out = {}
     for net in ("main", "noisy"):
         task = getattr(head, net)
         plan = cfg.sampling[net]
-        unknown = set(plan) - set(sampling.SAMPLERS)  # the registered samplers, built-in ones first
+        unknown = set(plan) - set(sampling.SAMPLER_NAMES)  # every sampler usable by name, built-in ones first
         if unknown:
             raise ValueError(
-                f"cfg.sampling[{net!r}] names unknown samplers {sorted(unknown)}: use {tuple(sampling.SAMPLERS)}"
+                f"cfg.sampling[{net!r}] names unknown samplers {sorted(unknown)}: use {tuple(sampling.SAMPLER_NAMES)}"
             )
         for N in sorted(set().union(*plan.values())):
             arch = Architecture.uniform(task.heads, N)
-            for kind in sampling.SAMPLERS:  # sampling.sample shows every run's SamplingWarning
+            for kind in sampling.SAMPLER_NAMES:  # sampling.sample shows every run's SamplingWarning
                 if N in plan.get(kind, ()):
                     config = sampling.get_sampler(kind).configure(sconf, path_inputs=(task.xi_train, task.xi_test))
                     smp = sampling.sample(

@@ -16,12 +16,12 @@ __all__ = ["sample_oneshot", "with_budget", "sampled_run"]
 
 def with_budget(sampling_cfg: dict, budget: dict) -> dict:
     """A sampling configuration with sampler settings overridden by ``budget`` (``num_chains``,
-    ``num_warmup``, ``num_samples``, ...; the key ``kind`` chooses the sampler, one of
-    :data:`attention_paths.sampling.SAMPLER_KINDS`)."""
+    ``num_warmup``, ``num_samples``, ...; the key ``kind`` chooses the sampler, any of
+    :data:`attention_paths.sampling.SAMPLER_NAMES`: the built-in two or one registered or installed)."""
     budget = dict(budget)
     kind = budget.pop("kind", None)
-    if kind is not None and kind not in sampling.SAMPLER_KINDS:
-        raise ValueError(f"sampling kind must be one of {sampling.SAMPLER_KINDS}, got {kind!r}")
+    if kind is not None and kind not in sampling.SAMPLER_NAMES:
+        raise ValueError(f"sampling kind must be one of {tuple(sampling.SAMPLER_NAMES)}, got {kind!r}")
     out = dict(sampling_cfg, sampler=dict(sampling_cfg["sampler"], **budget))
     if kind is not None:
         out["kind"] = kind
@@ -33,7 +33,8 @@ def sample_oneshot(data: OneShotData, cfg: dict, progress: bool = False) -> dict
 
     ``cfg["sampling"]["kind"]``: ``"rao-blackwell"`` (NUTS on the value weights with ``V0`` integrated out; a
     lower-variance conditional predictor) or ``"full"`` (NUTS on all weights, the paper's protocol; faster per
-    effective sample at P = 600).  The test outputs of a run are the four evaluation sets stacked in
+    effective sample at P = 600), or any other sampler of :data:`attention_paths.sampling.SAMPLER_NAMES`.  The
+    test outputs of a run are the four evaluation sets stacked in
     :data:`EVAL_SETS` order.
     """
     sc = cfg["sampling"]

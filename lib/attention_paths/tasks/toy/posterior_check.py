@@ -9,6 +9,7 @@ import numpy as np
 
 from attention_paths import sampling
 from attention_paths.base.config import get_scale
+from attention_paths.sampling.names import parse_sampler_names
 from attention_paths.tasks.toy.problem import ToyProblem, make_toy_problem
 from attention_paths.theory.action import Action
 from attention_paths.theory.architecture import Architecture
@@ -100,13 +101,16 @@ class PosteriorCheckResult:
     rows: list[PosteriorCheckRow]
 
 
-def posterior_check(scale: str | None = None, progress: bool = False) -> PosteriorCheckResult:
+def posterior_check(scale: str | None = None, progress: bool = False, samplers=None) -> PosteriorCheckResult:
     """Theory against posterior sampling on the spec's toy problem at fixed load ``alpha = P/N`` (T§16.3).
 
     For every width ``N`` the first ``P = alpha N`` examples of one seeded teacher problem are the training
-    set; the theory is solved, the Rao-Blackwellised sampler runs at every width and the full-weight
-    sampler at ``full_widths`` (:class:`PosteriorCheckResult`, one :class:`PosteriorCheckRow` per width).
+    set; the theory is solved, and each of ``samplers`` (names of :data:`attention_paths.sampling.SAMPLER_NAMES`,
+    a sequence or a comma-separated string; default ``sampling.SAMPLER_KINDS``, the built-in two) runs at
+    every width when it declares ``every_width`` (the Rao-Blackwellised one), else at ``full_widths`` only
+    (the full-weight one) (:class:`PosteriorCheckResult`, one :class:`PosteriorCheckRow` per width).
     """
+    kinds = sampling.SAMPLER_KINDS if samplers is None else parse_sampler_names(samplers)
     scale = get_scale(scale)
     cfg = POSTERIOR_CHECK[scale]
     widths, alpha, tau = cfg.widths, cfg.alpha, cfg.tau
@@ -131,7 +135,7 @@ def posterior_check(scale: str | None = None, progress: bool = False) -> Posteri
         th = predict(theory.U, prob.features_train, prob.y_train, tau, prob.features_test)
         gp = predict(np.eye(Pi), prob.features_train, prob.y_train, tau, prob.features_test)
         row = PosteriorCheckRow(N=N, P=alpha * N, U_theory=theory.U, theory=th, gp=gp, solve=theory)
-        for kind in sampling.SAMPLER_KINDS:
+        for kind in kinds:
             sampler = sampling.get_sampler(kind)
             if sampler.every_width or N in cfg.full_widths:  # a costlier sampler where the config lists it
                 config = sampler.configure(sconf, path_inputs=(prob.path_inputs("train"), prob.path_inputs("test")))
