@@ -109,7 +109,7 @@ def _h4b(res: MarkovResult) -> tuple[bool, str]:
     mean, mean_se = float(d.mean()), float(np.sqrt(np.sum(se**2)) / n)
     per_set = ", ".join(f"{s.label} {a:+.1f} ± {e:.2f}" for s, a, e in zip(res.sets, d, se))
     return above == n and mean > 2 * mean_se, (
-        f"g+d minus g above 0 on {above} of {n} seed sets, beyond 2 paired s.e. on {beyond} of {n}; "
+        f"holds on {above} of {n} seed sets (g+d minus g above 0), beyond 2 paired s.e. on {beyond} of {n}; "
         f"mean {mean:+.2f} ± {mean_se:.2f} points; per set (points ± paired s.e.): {per_set}"
     )
 
