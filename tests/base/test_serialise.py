@@ -113,3 +113,40 @@ def test_the_invariant_checks_name_the_field_and_the_problem():
     order_parameter("run", "U", np.eye(2) * 1e6 + 1e-3 * np.array([[0, 1], [1, 0]]), 2)  # scale-relative tolerance
     with pytest.raises(InvariantError, match=r"'order' = \['b', 'a'\] is not sorted by ascending score"):
         sorted_by("run", "order", ["b", "a"], {"a": 0.1, "b": 0.9})
+
+
+@dataclass(kw_only=True)
+class Run:
+    kind: str
+    U_hat: np.ndarray
+
+
+@dataclass(kw_only=True)
+class Row:
+    N: int
+    runs: dict[str, Run]
+    STORED = {"runs": Stored(flatten=True)}
+
+
+@dataclass(kw_only=True)
+class Sweep:
+    settings: object
+    rows: list[Row]
+    STORED = {"rows": Stored(key="per_width", indexed=True), "settings": Stored(to="json", load=tuple)}
+
+
+def test_an_indexed_list_keeps_its_items_arrays_in_the_arrays_and_load_rebuilds_a_value():
+    """``indexed``: a list of records whose arrays go to arrays.npz under the item's index; a flattened dict's
+    arrays are keyed by its parent's path and the entry's key; ``load`` rebuilds what the hints cannot."""
+    res = Sweep(settings=(1, 2), rows=[Row(N=n, runs={"rb": Run(kind="rb", U_hat=np.eye(2) * n)}) for n in (10, 20)])
+    summary, arrays = to_folder(res)
+    assert summary == {
+        "settings": [1, 2],
+        "per_width": [{"N": 10, "rb": {"kind": "rb"}}, {"N": 20, "rb": {"kind": "rb"}}],
+    }
+    assert sorted(arrays) == ["per_width_0_rb_U_hat", "per_width_1_rb_U_hat"]
+    back = from_folder(Sweep, json.loads(json.dumps(summary)), arrays)
+    assert back.settings == (1, 2) and [r.N for r in back.rows] == [10, 20]
+    np.testing.assert_array_equal(back.rows[1].runs["rb"].U_hat, 20 * np.eye(2))
+    with pytest.raises(FolderError, match="per_width.1.rb.U_hat' is missing"):
+        from_folder(Sweep, summary, {k: v for k, v in arrays.items() if k != "per_width_1_rb_U_hat"})

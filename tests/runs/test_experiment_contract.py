@@ -3,7 +3,8 @@
 :data:`attention_paths.runs.registry.EXPERIMENTS`, a result (a committed run under ``data/`` for those the
 chapters read back, a live run at a tiny size for the others) must
 
-* round trip: written to a results folder and read back, every stored field is equal;
+* round trip: written to a results folder and read back, every stored field is equal (the fields its type
+  declares live only, ``Stored(to="live")``, are not stored);
 * write back: the reloaded result writes the same bytes of ``summary.json`` and ``arrays.npz``;
 * keep its claims: the claims written from the reloaded result are those written from the original;
 * pickle: a pickle round trip gives equal fields;
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from attention_paths.base.serialise import Stored
 from attention_paths.runs import experiments, results
 from attention_paths.runs.registry import EXPERIMENTS
 
@@ -69,24 +71,27 @@ def case(request, tmp_path_factory):
     return (name, *_CACHE[name])
 
 
-def _same(a, b, where: str = "result") -> None:
-    """Equal fields, recursively (arrays element for element, NaN equal to NaN)."""
+def _same(a, b, where: str = "result", stored_only: bool = False) -> None:
+    """Equal fields, recursively (arrays element for element, NaN equal to NaN); ``stored_only``: not the fields
+    a type declares live only."""
     if dataclasses.is_dataclass(a) and not isinstance(a, type):
         assert type(a) is type(b), where
+        stored = getattr(type(a), "STORED", {})
         for f in dataclasses.fields(a):
-            _same(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
+            if not stored_only or stored.get(f.name, Stored()).to != "live":
+                _same(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}", stored_only)
     elif isinstance(a, dict):
         assert isinstance(b, dict) and list(a) == list(b), f"{where}: keys {list(a)} != {list(b)}"
         for k in a:
-            _same(a[k], b[k], f"{where}[{k!r}]")
+            _same(a[k], b[k], f"{where}[{k!r}]", stored_only)
     elif isinstance(a, (list, tuple)) and not isinstance(b, np.ndarray):
         assert isinstance(b, (list, tuple)) and len(a) == len(b), where
         for i, (x, y) in enumerate(zip(a, b)):
-            _same(x, y, f"{where}[{i}]")
+            _same(x, y, f"{where}[{i}]", stored_only)
     elif isinstance(a, (np.ndarray, np.generic, float)) or hasattr(a, "__array__"):  # arrays, tensors
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=where)
     elif type(a) is type(b) and hasattr(a, "__dict__") and not a == b:  # an object without equality: its fields
-        _same(vars(a), vars(b), where)
+        _same(vars(a), vars(b), where, stored_only)
     else:
         assert a == b, f"{where}: {a!r} != {b!r}"
 
@@ -101,7 +106,7 @@ def test_round_trip(case):
     _reader(name)
     back = experiments.load_run(folder, name)
     assert type(back) is type(original)
-    _same(back, original)
+    _same(back, original, stored_only=True)
 
 
 def test_write_back_gives_the_same_bytes(case, tmp_path):
@@ -123,6 +128,8 @@ def test_write_back_gives_the_same_bytes(case, tmp_path):
 def test_claims_are_those_of_the_original(case):
     name, original, folder = case
     _reader(name)
+    if EXPERIMENTS[name].claims is None:
+        pytest.skip(f"{name} checks no claims")
     back = experiments.load_run(folder, name)
     summarize = EXPERIMENTS[name].resolve("summary")
     written = summarize(original)[0]["claims"]

@@ -57,7 +57,11 @@ class Stored:
     ``array``: the key its arrays start with, instead of the path of field names (``"U_gd"``, ``"sample"``).
     ``item``: the key part of a dict entry's arrays, a template of the dict key (``"N{}"``: ``sample_N10_mean``).
     ``none``: how ``None`` is written: ``"null"``, ``"omit"`` (no entry; a missing entry reads as ``None``) or
-    ``"empty"`` (``{}``).  ``flatten``: a dict whose entries are written into its parent's record.
+    ``"empty"`` (``{}``).  ``flatten``: a dict whose entries are written into its parent's record (their arrays
+    keyed by the parent's path and the entry's key).  ``indexed``: a list whose items' arrays go to
+    ``arrays.npz`` under the item's index (``item``: its key part; default: a list is written whole to
+    ``summary.json``).  ``load``: applied to the value read back (a type its hints cannot rebuild, e.g. a
+    config dataclass held as ``object``).
     """
 
     key: str | None = None
@@ -67,6 +71,8 @@ class Stored:
     none: str = "null"
     flatten: bool = False
     derive: Callable | None = None
+    indexed: bool = False
+    load: Callable | None = None
 
 
 _DEFAULT = Stored()
@@ -112,9 +118,8 @@ def _record(obj, path: tuple, arrays: dict, json: bool) -> dict:
             if spec.none != "omit":
                 out[key] = {} if spec.none == "empty" else None
             continue
-        sub_path = (spec.array,) if spec.array is not None else path + (key,)
         as_json = json or spec.to == "json" or not _typed_arrays(hints[f.name])
-        v = _encode(value, sub_path, arrays, as_json, spec.item)
+        v = _encode(value, _sub_path(spec, path, key), arrays, as_json, spec.item, spec.indexed)
         if v is _NOTHING:
             continue
         if spec.flatten:
@@ -124,7 +129,14 @@ def _record(obj, path: tuple, arrays: dict, json: bool) -> dict:
     return out
 
 
-def _encode(value, path: tuple, arrays: dict, json: bool, item: str = "{}"):
+def _sub_path(spec: Stored, path: tuple, key: str) -> tuple:
+    """The array-key path of a field stored under ``key`` at ``path``."""
+    if spec.array is not None:
+        return (spec.array,)
+    return path if spec.flatten else path + (key,)
+
+
+def _encode(value, path: tuple, arrays: dict, json: bool, item: str = "{}", indexed: bool = False):
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _record(value, path, arrays, json)
     if isinstance(value, dict):
@@ -135,7 +147,7 @@ def _encode(value, path: tuple, arrays: dict, json: bool, item: str = "{}"):
                 out[str(k)] = e
         return _NOTHING if value and not out else out
     if isinstance(value, (list, tuple)):
-        return [_encode(v, path + (str(i),), arrays, True) for i, v in enumerate(value)]
+        return [_encode(v, path + (item.format(i),), arrays, json if indexed else True) for i, v in enumerate(value)]
     if isinstance(value, np.ndarray):
         if json:
             return value.tolist()
@@ -200,7 +212,7 @@ def _read_record(cls, record, path: tuple, ctx: _Context, json: bool, root: bool
             continue
         if spec.to == "derived":
             continue
-        sub_path = (spec.array,) if spec.array is not None else path + (key,)
+        sub_path = _sub_path(spec, path, key)
         if spec.flatten:
             value = {k: v for k, v in record.items() if k not in known}
         elif key in record:
@@ -217,7 +229,7 @@ def _read_record(cls, record, path: tuple, ctx: _Context, json: bool, root: bool
                     kwargs[f.name] = None
                 continue
             _fail(ctx, name, "is missing")
-        kwargs[f.name] = v
+        kwargs[f.name] = v if spec.load is None else spec.load(v)
     for f in dataclasses.fields(cls):  # derived from what is stored, once that is read
         spec = _spec(cls, f.name)
         if spec.to == "derived":
@@ -281,7 +293,10 @@ def _decode(hint, value, path: tuple, ctx: _Context, json: bool, item: str, name
         return _MISSING
     if origin in (list, tuple) and isinstance(value, list):
         inner = args[0] if args else Any
-        out = [_decode(inner, v, path + (str(i),), ctx, json, "{}", f"{name}[{i}]", keys) for i, v in enumerate(value)]
+        out = [
+            _decode(inner, v, path + (item.format(i),), ctx, json, "{}", f"{name}[{i}]", keys)
+            for i, v in enumerate(value)
+        ]
         return tuple(out) if origin is tuple else out
     return value
 

@@ -264,6 +264,7 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
             run=f"{_TOY}:theory_demo",
             result=f"{_TOY}:TheoryDemoResult",
             summary=f"{_TOY}:theory_summary",
+            reader=f"{_TOY}:read_theory_run",
             configs=f"{_TOY}:THEORY_DEMO",
             headline=(
                 "experiment",
@@ -281,6 +282,7 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
             run=f"{_TOY}:posterior_check",
             result=f"{_TOY}:PosteriorCheckResult",
             summary=f"{_TOY}:posterior_summary",
+            reader=f"{_TOY}:read_posterior_run",
             configs=f"{_TOY}:POSTERIOR_CHECK",
             headline=("experiment", "scale", "wall_seconds"),
             gpu=True,

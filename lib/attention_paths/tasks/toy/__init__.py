@@ -16,12 +16,14 @@ from attention_paths.tasks.toy.posterior_check import (
     SampleAgreement,
     posterior_check,
     posterior_summary,
+    read_posterior_run,
 )
 from attention_paths.tasks.toy.problem import ToyProblem, make_toy_problem, random_wform_layers
 from attention_paths.tasks.toy.theory_demo import (
     THEORY_DEMO,
     TheoryDemoConfig,
     TheoryDemoResult,
+    read_theory_run,
     theory_demo,
     theory_summary,
 )
@@ -35,6 +37,7 @@ __all__ = [
     "TheoryDemoResult",
     "theory_demo",
     "theory_summary",
+    "read_theory_run",
     "PosteriorCheckConfig",
     "POSTERIOR_CHECK",
     "SampleAgreement",
@@ -42,4 +45,5 @@ __all__ = [
     "PosteriorCheckResult",
     "posterior_check",
     "posterior_summary",
+    "read_posterior_run",
 ]

@@ -1,5 +1,7 @@
 """The Sampling chapter's experiment on the toy problem (:func:`posterior_check`): the theory against
-posterior samples at several widths, its sizes per scale, result types and results-folder record."""
+posterior samples at several widths, its sizes per scale, result types and results folder, written
+(:func:`posterior_summary`) and read back (:func:`read_posterior_run`) by the declared serialiser
+(:mod:`attention_paths.base.serialise`)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from attention_paths import sampling
+from attention_paths.base import validate
 from attention_paths.base.config import get_scale
+from attention_paths.base.serialise import Stored, from_folder, to_folder
 from attention_paths.sampling.names import parse_sampler_names
 from attention_paths.tasks.toy.problem import ToyProblem, make_toy_problem
 from attention_paths.theory.action import Action
@@ -25,6 +29,7 @@ __all__ = [
     "PosteriorCheckResult",
     "posterior_check",
     "posterior_summary",
+    "read_posterior_run",
 ]
 
 
@@ -64,11 +69,24 @@ POSTERIOR_CHECK = {
 @dataclass(kw_only=True)
 class SampleAgreement:
     """One sampler's run against the theory at one width: ``dU`` = max ``|U_hat - U*|``, and the RMS gaps
-    of the sampled predictive mean to the theory's (``rms_theory``) and the GP limit's (``rms_gp``)."""
+    of the sampled predictive mean to the theory's (``rms_theory``) and the GP limit's (``rms_gp``); the run's
+    test ``accuracy`` (%), ``wall_seconds`` and chain ``diagnostics``, its ``U_hat`` (Pi, Pi) and predictive
+    ``mean`` (M,)."""
 
     dU: float
     rms_theory: float
     rms_gp: float
+    accuracy: float
+    wall_seconds: float
+    diagnostics: dict
+    U_hat: np.ndarray
+    mean: np.ndarray
+
+    STORED = {
+        "dU": Stored(key="max_abs_Uhat_minus_theory"),
+        "rms_theory": Stored(key="rms_mean_gap_theory"),
+        "rms_gp": Stored(key="rms_mean_gap_gp"),
+    }
 
 
 @dataclass(kw_only=True)
@@ -76,29 +94,67 @@ class PosteriorCheckRow:
     """One width of :func:`posterior_check`: ``N``, ``P = alpha N``, the theory's ``U_theory`` (Pi, Pi) and
     ``solve`` result, the test-set ``theory`` and ``gp`` predictions, ``samples`` and ``agreement`` per
     sampler kind (``sampling.SAMPLER_KINDS``; a sampler that is not ``every_width``, the full-weight one, only
-    at the config's ``full_widths``)
-    and ``gp_dU`` = max ``|I - U*|``."""
+    at the config's ``full_widths``), ``gp_dU`` = max ``|I - U*|`` and the test accuracies (%) of the theory
+    and the GP.  Live only (``None``, ``{}`` when read back): ``theory``, ``gp``, ``solve`` and ``samples``."""
 
     N: int
     P: int
-    U_theory: np.ndarray
-    theory: Prediction
-    gp: Prediction
-    solve: SolveResult
-    samples: dict = field(default_factory=dict)
-    agreement: dict[str, SampleAgreement] = field(default_factory=dict)
     gp_dU: float = float("nan")
+    theory_accuracy: float = float("nan")
+    gp_accuracy: float = float("nan")
+    U_theory: np.ndarray
+    theory: Prediction | None = field(default=None, repr=False)
+    gp: Prediction | None = field(default=None, repr=False)
+    solve: SolveResult | None = field(default=None, repr=False)
+    samples: dict = field(default_factory=dict, repr=False)
+    agreement: dict[str, SampleAgreement] = field(default_factory=dict)
+
+    # one JSON record per width (the sampler kinds' records in it); U_theory, U_hat and the means in arrays.npz
+    STORED = {
+        "gp_dU": Stored(key="max_abs_U_theory_minus_GP"),
+        **{k: Stored(to="live") for k in ("theory", "gp", "solve", "samples")},
+        "agreement": Stored(flatten=True),
+    }
 
 
 @dataclass(kw_only=True)
 class PosteriorCheckResult:
     """:func:`posterior_check`: the configuration, the problem at the largest width (every width trains on
-    its first ``alpha N`` examples) and one :class:`PosteriorCheckRow` per width."""
+    its first ``alpha N`` examples; live only) and one :class:`PosteriorCheckRow` per width; ``wall_seconds``
+    and ``provenance`` exist once written."""
 
     scale: str
     config: dict
-    problem: ToyProblem
+    problem: ToyProblem | None = field(default=None, repr=False)
     rows: list[PosteriorCheckRow]
+    wall_seconds: float | None = None
+    provenance: dict | None = None
+
+    EXPERIMENT = "posterior"
+    STORED = {
+        "problem": Stored(to="live"),
+        "rows": Stored(key="per_width", indexed=True),
+        "wall_seconds": Stored(none="omit"),
+        "provenance": Stored(none="omit"),
+    }
+
+    def check(self, folder=None) -> None:
+        """Raise ``ValueError`` naming ``folder`` and the field when a row breaks an invariant: widths
+        increasing, ``U_theory`` and every ``U_hat`` (Pi, Pi) symmetric with a positive diagonal, accuracies in
+        [0, 100] %, and every sampled mean finite and of one length."""
+        folder = "<result>" if folder is None else folder
+        widths = [row.N for row in self.rows]
+        if widths != sorted(set(widths)):
+            validate.refuse(folder, f"per_width's widths {widths} are not strictly increasing")
+        Pi = int(np.prod(self.config["heads"]))
+        for k, row in enumerate(self.rows):
+            where = f"per_width[{k}]"
+            validate.order_parameters(folder, f"{where}.U_theory", row.U_theory, (Pi, Pi))
+            validate.accuracies(folder, f"{where} accuracies", [row.theory_accuracy, row.gp_accuracy])
+            for kind, agree in row.agreement.items():
+                validate.order_parameters(folder, f"{where}[{kind}].U_hat", agree.U_hat, (Pi, Pi))
+                validate.finite(folder, f"{where}[{kind}].mean", agree.mean, (self.config["M"],))
+                validate.accuracies(folder, f"{where}[{kind}].accuracy", [agree.accuracy])
 
 
 def posterior_check(scale: str | None = None, progress: bool = False, samplers=None) -> PosteriorCheckResult:
@@ -134,7 +190,9 @@ def posterior_check(scale: str | None = None, progress: bool = False, samplers=N
         theory = solve_continuation([Action(PathKernel(prob.features_train), prob.y_train, tau, arch)])[0]
         th = predict(theory.U, prob.features_train, prob.y_train, tau, prob.features_test)
         gp = predict(np.eye(Pi), prob.features_train, prob.y_train, tau, prob.features_test)
+        y_test = prob.y_test
         row = PosteriorCheckRow(N=N, P=alpha * N, U_theory=theory.U, theory=th, gp=gp, solve=theory)
+        row.theory_accuracy, row.gp_accuracy = th.accuracy(y_test), gp.accuracy(y_test)
         for kind in kinds:
             sampler = sampling.get_sampler(kind)
             if sampler.every_width or N in cfg.full_widths:  # a costlier sampler where the config lists it
@@ -154,6 +212,11 @@ def posterior_check(scale: str | None = None, progress: bool = False, samplers=N
                     dU=float(np.abs(smp.U_hat - theory.U).max()),
                     rms_theory=float(np.sqrt(np.mean((smp.predictive_mean - th.mean) ** 2))),
                     rms_gp=float(np.sqrt(np.mean((smp.predictive_mean - gp.mean) ** 2))),
+                    accuracy=smp.accuracy(y_test),
+                    wall_seconds=smp.wall_seconds,
+                    diagnostics=smp.diagnostics,
+                    U_hat=smp.U_hat,
+                    mean=smp.predictive_mean,
                 )
         row.gp_dU = float(np.abs(np.eye(Pi) - theory.U).max())
         rows.append(row)
@@ -161,30 +224,15 @@ def posterior_check(scale: str | None = None, progress: bool = False, samplers=N
 
 
 def posterior_summary(res: PosteriorCheckResult) -> tuple[dict, dict]:
-    """``(summary, arrays)`` for ``summary.json`` / ``arrays.npz``: per width, accuracies and each sampler's
-    agreement and diagnostics; the order parameters and sampled means as arrays."""
-    per_width, arrays = [], {}
-    y_test = res.problem.y_test
-    for row in res.rows:
-        entry = {
-            "N": row.N,
-            "P": row.P,
-            "max_abs_U_theory_minus_GP": row.gp_dU,
-            "theory_accuracy": row.theory.accuracy(y_test),
-            "gp_accuracy": row.gp.accuracy(y_test),
-        }
-        arrays[f"N{row.N}_U_theory"] = row.U_theory
-        for kind, smp in row.samples.items():
-            agree = row.agreement[kind]
-            entry[kind] = {
-                "max_abs_Uhat_minus_theory": agree.dU,
-                "rms_mean_gap_theory": agree.rms_theory,
-                "rms_mean_gap_gp": agree.rms_gp,
-                "accuracy": smp.accuracy(y_test),
-                "wall_seconds": smp.wall_seconds,
-                "diagnostics": smp.diagnostics,
-            }
-            arrays[f"N{row.N}_U_{kind}"] = smp.U_hat
-            arrays[f"N{row.N}_mean_{kind}"] = smp.predictive_mean
-        per_width.append(entry)
-    return {"experiment": "posterior", "scale": res.scale, "config": res.config, "per_width": per_width}, arrays
+    """``(summary, arrays)`` for ``summary.json`` / ``arrays.npz`` (:func:`~attention_paths.base.serialise.to_folder`
+    of the declared :class:`PosteriorCheckResult`): per width (``per_width``), the accuracies and each sampler's
+    agreement and diagnostics; the order parameters and sampled means as arrays (``per_width_<k>_...``)."""
+    return to_folder(res)
+
+
+def read_posterior_run(folder, summary: dict, arrays: dict) -> PosteriorCheckResult:
+    """The :class:`PosteriorCheckResult` of a results folder written by :func:`posterior_summary` (read by
+    ``runs.experiments.load_run``), its invariants checked (:meth:`PosteriorCheckResult.check`)."""
+    res = from_folder(PosteriorCheckResult, summary, arrays, folder)
+    res.check(folder)
+    return res

@@ -1,14 +1,17 @@
 """The Theory chapter's width sweep on the toy problem (:func:`theory_demo`): its sizes per scale, result
-type and results-folder record."""
+type and results folder, written (:func:`theory_summary`) and read back (:func:`read_theory_run`) by the
+declared serialiser (:mod:`attention_paths.base.serialise`)."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from attention_paths.base import validate
 from attention_paths.base.config import get_scale
+from attention_paths.base.serialise import Stored, from_folder, to_folder
 from attention_paths.tasks.toy.problem import ToyProblem, make_toy_problem
 from attention_paths.theory.action import Action
 from attention_paths.theory.architecture import Architecture
@@ -16,7 +19,7 @@ from attention_paths.theory.kernels import PathKernel, gp_kernel, renormalized_k
 from attention_paths.theory.predictor import kernel_alignment, predict
 from attention_paths.theory.solver import SolveResult, solve_continuation
 
-__all__ = ["TheoryDemoConfig", "THEORY_DEMO", "TheoryDemoResult", "theory_demo", "theory_summary"]
+__all__ = ["TheoryDemoConfig", "THEORY_DEMO", "TheoryDemoResult", "theory_demo", "theory_summary", "read_theory_run"]
 
 
 # The Theory chapter's problem: one path (index 3) carries the label; see book/theory.md.
@@ -53,12 +56,14 @@ class TheoryDemoResult:
     Pi, Pi); ``deviation`` = max ``|U - I|``; test ``accuracy`` (%) and ``gen_error`` of the mean predictor,
     and the GP limit's (``gp_accuracy``, ``gp_gen_error``); the solver's final ``grad_max``,
     ``hessian_min_eig`` and ``n_iter``; ``K_gp`` and ``K_renorm`` (P, P): the GP kernel and the renormalised
-    one at ``N = 10``, and their ``alignment_*`` (label overlaps of the first 20 eigenvectors)."""
+    one at ``N = 10``, and their ``alignment_*`` (label overlaps of the first 20 eigenvectors).  Live only (``None``
+    when read back from a results folder): ``problem`` and ``results``; ``wall_seconds`` and ``provenance`` exist
+    once written."""
 
     scale: str
     config: dict
-    problem: ToyProblem
-    results: list[SolveResult]
+    problem: ToyProblem | None = field(default=None, repr=False)
+    results: list[SolveResult] | None = field(default=None, repr=False)
     widths: np.ndarray
     U: np.ndarray
     deviation: np.ndarray
@@ -74,6 +79,32 @@ class TheoryDemoResult:
     K_renorm: np.ndarray
     alignment_gp: np.ndarray
     alignment_renorm: np.ndarray
+    wall_seconds: float | None = None
+    provenance: dict | None = None
+
+    # how the serialiser stores it: the per-width numbers readable in summary.json, U and the kernels in arrays.npz
+    EXPERIMENT = "theory"
+    STORED = {
+        "problem": Stored(to="live"),
+        "results": Stored(to="live"),
+        **{k: Stored(to="json") for k in ("widths", "deviation", "accuracy", "gen_error", "grad_max")},
+        **{k: Stored(to="json") for k in ("hessian_min_eig", "n_iter")},
+        "gp_accuracy": Stored(key="gp_accuracy_percent"),
+        "gp_gen_error": Stored(key="gp_generalization_error"),
+        "wall_seconds": Stored(none="omit"),
+        "provenance": Stored(none="omit"),
+    }
+
+    def check(self, folder=None) -> None:
+        """Raise ``ValueError`` naming ``folder`` and the field when the sweep breaks an invariant: one ``U``
+        (Pi, Pi), symmetric with a positive diagonal, and one finite accuracy in [0, 100] % per width."""
+        n, folder = len(self.widths), "<result>" if folder is None else folder
+        Pi = self.U.shape[-1] if np.ndim(self.U) == 3 else 0
+        validate.order_parameters(folder, "U", self.U, (n, Pi, Pi))
+        for name in ("accuracy", "deviation", "gen_error", "grad_max", "hessian_min_eig", "n_iter"):
+            validate.finite(folder, name, getattr(self, name), (n,))
+        validate.accuracies(folder, "accuracy", self.accuracy)
+        validate.accuracies(folder, "gp_accuracy_percent", [self.gp_accuracy])
 
 
 def theory_demo(scale: str | None = None, progress: bool = False) -> TheoryDemoResult:
@@ -121,42 +152,15 @@ def theory_demo(scale: str | None = None, progress: bool = False) -> TheoryDemoR
 
 
 def theory_summary(res: TheoryDemoResult) -> tuple[dict, dict]:
-    """``(summary, arrays)`` for ``summary.json`` / ``arrays.npz``: per width, accuracy, deviation from the
-    GP point and the solver's checks; the sweep's arrays and kernels."""
-    summary = {
-        "experiment": "theory",
-        "scale": res.scale,
-        "config": res.config,
-        "gp_accuracy_percent": res.gp_accuracy,
-        "gp_generalization_error": res.gp_gen_error,
-        "per_width": [
-            {
-                "N": float(N),
-                "accuracy_percent": float(a),
-                "generalization_error": float(e),
-                "max_abs_U_minus_I": float(d),
-                "grad_max": float(g),
-                "hessian_min_eig": float(h),
-                "iterations": int(it),
-            }
-            for N, a, e, d, g, h, it in zip(
-                res.widths, res.accuracy, res.gen_error, res.deviation, res.grad_max, res.hessian_min_eig, res.n_iter
-            )
-        ],
-        "solve_seconds": res.solve_seconds,
-    }
-    arrays = {
-        k: getattr(res, k)
-        for k in (
-            "widths",
-            "U",
-            "deviation",
-            "accuracy",
-            "gen_error",
-            "K_gp",
-            "K_renorm",
-            "alignment_gp",
-            "alignment_renorm",
-        )
-    }
-    return summary, arrays
+    """``(summary, arrays)`` for ``summary.json`` / ``arrays.npz`` (:func:`~attention_paths.base.serialise.to_folder`
+    of the declared :class:`TheoryDemoResult`): the per-width accuracies, deviations from the GP point and the
+    solver's checks in the summary; ``U`` (n_width, Pi, Pi), the kernels and their alignments as arrays."""
+    return to_folder(res)
+
+
+def read_theory_run(folder, summary: dict, arrays: dict) -> TheoryDemoResult:
+    """The :class:`TheoryDemoResult` of a results folder written by :func:`theory_summary` (read by
+    ``runs.experiments.load_run``), its invariants checked (:meth:`TheoryDemoResult.check`)."""
+    res = from_folder(TheoryDemoResult, summary, arrays, folder)
+    res.check(folder)
+    return res
