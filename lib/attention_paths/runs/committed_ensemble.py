@@ -4,6 +4,12 @@ A member is complete when three committed results exist: ``data/omniglot-<name>/
 record with precise accuracies), ``data/omniglot-theory/paper-sizes-<name>-network/`` and
 ``data/pruning/<name>-network/``.  A member whose training is still under way has only a resumable state
 ``data/omniglot-<name>/resume.pt`` and its progress ``resume.json``.  Nothing here computes.
+
+This is one of the ensemble's three modules, each in the lowest layer its imports allow (book, Architecture:
+"Why the ensemble lives in three modules"): this one reads results folders (:mod:`attention_paths.runs`);
+:mod:`attention_paths.tasks.omniglot.members` names the members and records their precise accuracies (in the
+``train`` stage's key, so apart from the analysis); :mod:`attention_paths.tasks.ensemble` builds the typed
+rows (:class:`~attention_paths.tasks.ensemble.NetworkRow`) these readers return.
 """
 
 from __future__ import annotations

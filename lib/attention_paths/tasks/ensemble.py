@@ -1,6 +1,7 @@
 """The ensemble of trained networks (issue 23): one typed row per network, their spread, and claim tallies.
 
-This is the ensemble's home.  Its three parts, each in the layer its imports put it in:
+This is the ensemble's home.  Its three parts, each in the layer its imports put it in (one module is
+impossible: book, Architecture, "Why the ensemble lives in three modules"):
 
 * :mod:`attention_paths.tasks.omniglot.members`: the members' names, precise accuracies and commits (beside
   the training code, whose stage key it shares);

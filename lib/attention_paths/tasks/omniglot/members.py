@@ -11,6 +11,12 @@ points); the reference's dumps use 1,024 (about 1.2).  :func:`precise_sets` is o
 every network**, so that the networks' accuracies differ by their weights alone, plus the complete MNIST
 0/1 and FashionMNIST T-shirt/trouser sets.  :func:`commit_network` records them for the last checkpoint
 (the one the theory and pruning use, spec OP-E5) and for the best-validation checkpoint.
+
+This is one of the ensemble's three modules, each in the lowest layer its imports allow (book, Architecture:
+"Why the ensemble lives in three modules"): this one is in the ``train`` stage's key
+(``runs.stages.TRAIN_CODE``), so it imports nothing of the analysis; :mod:`attention_paths.tasks.ensemble`
+builds each member's typed row from its analysis results; :mod:`attention_paths.runs.committed_ensemble`
+reads the committed members back for the chapters.
 """
 
 from __future__ import annotations
