@@ -98,3 +98,13 @@ def rewritten_run(tmp_path, src, edit_summary=None, edit_arrays=None):
     np.savez(run / "arrays.npz", **arrays)
     results.write_files_record(run)
     return run
+
+
+def cpu_has_avx512() -> bool:
+    """Whether this CPU has AVX-512 (XLA then emits other vector code, and floating-point results differ in the
+    last bits from a CPU without it); False where /proc/cpuinfo cannot be read."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return any(line.startswith("flags") and " avx512f" in line for line in fh)
+    except OSError:
+        return False

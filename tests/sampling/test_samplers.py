@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from helpers import cpu_has_avx512
 
 import attention_paths as ap
 
@@ -120,9 +121,12 @@ def _draws_digest(smp) -> str:
 
 # SHA-256 (first 16 hex digits) of U, mean_samples and var_samples of the two runs below, recorded with the code
 # before the sampler registry (commit 11c2582: nuts.sample_rao_blackwell / nuts.sample("full", path_inputs=...)),
-# on x86_64 with jax 0.10.2: the registry must give the same draws, bit for bit.  The Rao-Blackwellised run's
-# conditional predictions have since been computed by another contraction (sampling.predictions, issue 34; at
-# 11c2582 its digest was e837261d9ffa9055, the predictions differ by 1e-15 relative): its digest covers U alone.
+# on x86_64 without AVX-512 (an AMD EPYC Zen 3) with jax 0.10.2: the registry must give the same draws, bit for
+# bit.  XLA compiles other vector code for a CPU with AVX-512, whose draws differ in the last bits and then, NUTS
+# being chaotic, everywhere; there the seeded runs are still checked to be bit-identical among themselves.
+# The Rao-Blackwellised run's conditional predictions have since been computed by another contraction
+# (sampling.predictions, issue 34; at 11c2582 its digest was e837261d9ffa9055, the predictions differ by 1e-15
+# relative): its digest covers U alone.
 DRAWS_BEFORE_REGISTRY = {"rao-blackwell": "4ab67c43f96bd82b", "full": "4701fcdb6ecc7538"}
 
 
@@ -148,7 +152,7 @@ def test_seeded_runs_are_reproducible_bit_for_bit():
         np.testing.assert_array_equal(x.var_samples, y.var_samples)
     assert not np.array_equal(a.U, c.U)
     assert e.settings["sampler"] == {**dataclasses.asdict(cfg), "max_tree_depth": 10}  # no path inputs recorded
-    if platform.machine() == "x86_64" and jax.__version__ == "0.10.2":  # where the digests were recorded
+    if platform.machine() == "x86_64" and jax.__version__ == "0.10.2" and not cpu_has_avx512():  # as recorded
         assert {"rao-blackwell": _rb_digest(f), "full": _draws_digest(e)} == DRAWS_BEFORE_REGISTRY
 
 
