@@ -292,6 +292,7 @@ def test_load_run_of_a_required_run_names_the_missing_folder(tmp_path):
 def test_a_committed_member_is_sealed_and_reads_back(tmp_path):
     """commit_member copies a finished member into data/, spends its resumable state and seals the network
     folder again: the readers accept it, and its record is covered."""
+    from attention_paths.base.provenance import DirtyTreeError
     from attention_paths.runs.stages import commit_member
     from attention_paths.tasks.omniglot import checkpoints
 
@@ -313,6 +314,23 @@ def test_a_committed_member_is_sealed_and_reads_back(tmp_path):
     (net / "resume.pt").write_bytes(b"an interrupted training's state")
     (net / "resume.json").write_text(json.dumps({"steps_done": 20000, "note": "paused once"}))
     checkpoints.seal_network_folder(net)
+    # a network evaluated from uncommitted code is refused by name (issue 36 §4); its own record is clean
+    dirty = tmp_path / "dirty"
+    shutil.copytree(out, dirty / "out")
+    train = dirty / "out" / f"{name}.train"
+    rec = json.loads((train / "record.json").read_text())
+    rec["evaluation"]["provenance"] |= {"git_dirty": True, "git_changes": ["lib/attention_paths/x.py"]}
+    (train / "record.json").write_text(json.dumps(rec))
+    results.write_record(train, results.read_record(train) | {"files": results.file_hashes(train)})
+    with pytest.raises(
+        DirtyTreeError, match=r"record.json into data/: .*uncommitted changes \(lib/attention_paths/x.py"
+    ):
+        commit_member(dirty / "out", name, data_dir=dirty / "data")
+    assert not (dirty / "data").exists()
+    commit_member(dirty / "out", name, data_dir=dirty / "data", allow_dirty=True)
+    assert (
+        json.loads((ensemble_runs.member_folders(name, dirty / "data")["network"] / "record.json").read_text()) == rec
+    )
     commit_member(out, name, data_dir=data)
     assert sorted(p.name for p in net.iterdir()) == ["files.json", "model.pt", "record.json"]
     assert sorted(checkpoints.verify_network_folder(net)["files_sha256"]) == ["model.pt", "record.json"]

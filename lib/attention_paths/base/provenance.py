@@ -19,9 +19,22 @@ import torch
 from attention_paths.base import citation, config
 from attention_paths.base.version import __version__
 
-__all__ = ["provenance", "hardware", "code_version", "import_closure", "PACKAGE_DIR", "reproducibility_report"]
+__all__ = [
+    "provenance",
+    "hardware",
+    "code_version",
+    "import_closure",
+    "PACKAGE_DIR",
+    "reproducibility_report",
+    "CODE_PATHS",
+    "DirtyTreeError",
+    "code_changes",
+    "committed_code_provenance",
+]
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
+# what a result committed under data/ is made by: the package's source and its declared dependencies
+CODE_PATHS = ("lib", "pyproject.toml")
 
 
 def provenance() -> dict:
@@ -59,6 +72,79 @@ def provenance() -> dict:
         "platform": platform.platform(),
         "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+
+
+class DirtyTreeError(RuntimeError):
+    """A result was to be committed under ``data/`` from code with uncommitted changes; the message names them."""
+
+
+def _git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], capture_output=True, text=True, cwd=cwd, timeout=60, check=True).stdout
+
+
+def code_changes(paths=CODE_PATHS, *, checkout=None) -> list[str] | None:
+    """The files under ``paths`` (relative to the checkout's root) that differ from its commit: modified,
+    added, deleted or untracked and not ignored, sorted.  ``checkout``: a folder of the git checkout (default:
+    the one the package runs from); ``None`` when it is not a git checkout."""
+    try:
+        root = Path(_git("rev-parse", "--show-toplevel", cwd=Path(checkout or PACKAGE_DIR)).strip())
+        out = _git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths, cwd=root)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    entries = [e for e in out.split("\0") if e]
+    names, skip = [], False
+    for e in entries:  # "XY path", a rename followed by its old path as a separate entry
+        if skip:
+            skip = False
+            continue
+        names.append(e[3:])
+        skip = e[0] in "RC"
+    return sorted(names)
+
+
+def _code_diff(paths, checkout) -> str:
+    """``git diff HEAD`` of ``paths`` (binary files included), then each untracked file as an added one."""
+    root = Path(_git("rev-parse", "--show-toplevel", cwd=Path(checkout or PACKAGE_DIR)).strip())
+    diff = _git("diff", "HEAD", "--binary", "--", *paths, cwd=root)
+    for f in _git("ls-files", "--others", "--exclude-standard", "-z", "--", *paths, cwd=root).split("\0"):
+        if f:  # git diff --no-index exits 1 when the files differ, which they do
+            diff += subprocess.run(
+                ["git", "diff", "--no-index", "--binary", "--", "/dev/null", f],
+                capture_output=True,
+                text=True,
+                cwd=root,
+                timeout=60,
+            ).stdout
+    return diff
+
+
+def committed_code_provenance(what: str, *, allow_dirty: bool = False, paths=CODE_PATHS, checkout=None) -> dict:
+    """:func:`provenance` for a result ``what`` to be committed under ``data/``, which must name a commit that
+    reproduces it: uncommitted changes to the code (``paths``: the package and its dependencies) raise
+    :class:`DirtyTreeError` naming the files, as does a copy of the package outside git.  ``allow_dirty=True``
+    records the changed files (``git_changes``) and the full ``git diff`` (``git_diff``) instead, so that a
+    dirty export is never silent.  ``git_dirty`` is that of ``paths`` (``code_paths``), not of the book's
+    files or the data."""
+    prov = provenance()
+    changes = code_changes(paths, checkout=checkout)
+    if changes is not None and checkout is not None:  # the commit of that checkout, not the package's
+        prov["git_commit"] = _git("rev-parse", "HEAD", cwd=Path(checkout)).strip() or None
+    if changes is None or not prov.get("git_commit"):
+        if not allow_dirty:
+            raise DirtyTreeError(
+                f"refusing {what}: the code runs from {PACKAGE_DIR}, not a git checkout, so no commit names "
+                "it; run it from a checkout, or pass allow_dirty=True to record it without a commit"
+            )
+        return prov | {"git_dirty": None, "code_paths": list(paths)}
+    prov |= {"git_dirty": bool(changes), "code_paths": list(paths)}
+    if changes:
+        if not allow_dirty:
+            raise DirtyTreeError(
+                f"refusing {what}: the code has uncommitted changes in {', '.join(changes)}; commit them "
+                f"first, or pass allow_dirty=True to record the full git diff with the result"
+            )
+        prov |= {"git_changes": changes, "git_diff": _code_diff(paths, checkout)}
+    return prov
 
 
 def hardware() -> dict:

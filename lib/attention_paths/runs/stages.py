@@ -33,7 +33,7 @@ import numpy as np
 from attention_paths import sampling
 from attention_paths.base import config
 from attention_paths.base.io import atomic_savez, atomic_write_json
-from attention_paths.base.provenance import hardware, import_closure
+from attention_paths.base.provenance import DirtyTreeError, hardware, import_closure
 from attention_paths.runs import results
 from attention_paths.runs.experiments import load_run, stage_network
 from attention_paths.runs.pipeline import Stage, StageContext
@@ -126,7 +126,9 @@ def stage_train(ctx: StageContext) -> dict:
         threads=ctx.options.get("threads"),
         resume_from=resume_state(network),
     )
-    record = commit_network(ctx.work, ctx.out)  # the last checkpoint, with its precise accuracies
+    # the last checkpoint, with its precise accuracies; into the results folder, so a dirty tree is recorded
+    # with its diff here, and refused when the record is committed into data/ (commit_member)
+    record = commit_network(ctx.work, ctx.out, allow_dirty=True)
     return {
         "source": f"trained by the train stage ({record.get('device', '?')})",
         "sha256": record["exported"]["sha256"],
@@ -383,11 +385,15 @@ def ensemble_members(seeds=None) -> list[tuple[int, str]]:
     return [(int(k), member_name(k)) for k in seeds]
 
 
-def commit_member(out, name: str, data_dir=None) -> dict:
+def commit_member(out, name: str, data_dir=None, *, allow_dirty: bool = False) -> dict:
     """Copy one network's ensemble results from a results folder ``out`` into ``data/``: the network
     (``data/omniglot-<name>/``: ``model.pt`` + ``record.json``; a committed resumable state is removed), its
     theory (``data/omniglot-theory/paper-sizes-<name>-network/``) and its pruning
-    (``data/pruning/<name>-network/``), each ``summary.json`` + ``arrays.npz``.  Returns ``{what: folder}``."""
+    (``data/pruning/<name>-network/``), each ``summary.json`` + ``arrays.npz``.  Returns ``{what: folder}``.
+
+    A network evaluated from code with uncommitted changes (its ``evaluation.provenance``) is refused with
+    :class:`~attention_paths.base.provenance.DirtyTreeError` naming the files, unless ``allow_dirty=True``
+    (the record keeps the full ``git diff``)."""
 
     out, data = Path(out), Path(data_dir or config.repo_data_dir())
     targets = {
@@ -402,6 +408,7 @@ def commit_member(out, name: str, data_dir=None) -> dict:
         state, reason = results.stage_state(out / f"{name}.{part}")
         if state != "done":
             raise ValueError(f"stage {name}.{part} in {out} is {state} ({reason}); run the ensemble first")
+    _refuse_dirty_network(out / f"{name}.train" / "record.json", allow_dirty)
     done = {}
     for part, (dest, files) in targets.items():
         dest.mkdir(parents=True, exist_ok=True)
@@ -425,6 +432,20 @@ def commit_member(out, name: str, data_dir=None) -> dict:
     for finish in (spend_resume_state, seal_network_folder):  # then the committed files sealed (issue 37 §1)
         finish(network_dir(name, data))
     return done
+
+
+def _refuse_dirty_network(record_file: Path, allow_dirty: bool) -> None:
+    """Raise :class:`DirtyTreeError` when the network record ``record_file`` was evaluated from code with
+    uncommitted changes (or from no git checkout), unless ``allow_dirty``."""
+    prov = (read_json(record_file, "network record").get("evaluation") or {}).get("provenance") or {}
+    if allow_dirty or (prov.get("git_commit") and prov.get("git_dirty") is False):
+        return
+    changes = ", ".join(prov.get("git_changes") or []) or "files not recorded"
+    raise DirtyTreeError(
+        f"refusing to commit {record_file} into data/: it was evaluated from code with uncommitted changes "
+        f"({changes}; commit {prov.get('git_commit')}); commit them and run its train stage again, or pass "
+        "allow_dirty=True to commit it with the git diff it records"
+    )
 
 
 def spend_resume_state(folder) -> None:

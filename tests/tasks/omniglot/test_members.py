@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from attention_paths.base import provenance
 from attention_paths.tasks.omniglot import checkpoints, recipe
 from attention_paths.tasks.omniglot import members as en
 from attention_paths.tasks.omniglot import training as tr
@@ -182,7 +183,10 @@ def test_commit_refuses_an_unfinished_run_and_resume_from_continues_it(tmp_path)
     assert resumed["history"][-1]["val"] == pytest.approx(whole["history"][-1]["val"], abs=1e-4)
     # a run resumed in another session may have lost its best-validation weights: committed without them
     (tmp_path / "elsewhere" / "best.pt").unlink(missing_ok=True)
-    rec = en.commit_network(tmp_path / "elsewhere", tmp_path / "data" / "omniglot-x", test_episodes=64)
+    rec = en.commit_network(
+        tmp_path / "elsewhere", tmp_path / "data" / "omniglot-x", test_episodes=64, allow_dirty=True
+    )
+    assert rec["evaluation"]["provenance"]["git_dirty"] is bool(provenance.code_changes())  # diff kept if dirty
     assert rec["accuracies"]["test"]["episodes"] == 64 and rec["accuracies"]["MNIST"]["episodes"] == 2115
     assert "test" not in rec["accuracies_best"] and "not kept" in rec["accuracies_best"]["note"]
     assert rec["accuracies_best"]["step"] == resumed["best_validation"]["step"]

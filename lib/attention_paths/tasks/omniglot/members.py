@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from attention_paths.base.io import atomic_write_json
-from attention_paths.base.provenance import hardware, provenance
+from attention_paths.base.provenance import committed_code_provenance, hardware
 from attention_paths.tasks.omniglot.checkpoints import (
     checkpoint_sha256,
     committed_checkpoint,
@@ -53,6 +53,7 @@ __all__ = [
     "precise_accuracies",
     "commit_network",
     "record_precise_accuracies",
+    "rerecord_precise_accuracies",
     "committed_members",
 ]
 
@@ -103,25 +104,31 @@ def precise_accuracies(net, sets: dict) -> dict:
     return out
 
 
-def _evaluation_record(test_episodes: int) -> dict:
+def _evaluation_record(test_episodes: int, prov: dict) -> dict:
     return {
         "test": f"{test_episodes} meta-test episodes drawn with seed {PRECISE_TEST_SEED} (the same for every network)",
         "MNIST": "every MNIST 0/1 test image (all episodes)",
         "FashionMNIST": "every FashionMNIST T-shirt/trouser test image (all episodes)",
         "standard_error": "binomial, sqrt(p (1 - p) / episodes), in points",
-        "provenance": provenance(),
+        "provenance": prov,
         "hardware": hardware(),
         "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
 
-def commit_network(run_dir, dest_dir, *, root=None, test_episodes: int = PRECISE_TEST_EPISODES) -> dict:
+def commit_network(
+    run_dir, dest_dir, *, root=None, test_episodes: int = PRECISE_TEST_EPISODES, allow_dirty: bool = False
+) -> dict:
     """Commit a finished training run (``run_dir`` of :func:`~attention_paths.tasks.omniglot.training.train`)
     as ``dest_dir/model.pt`` + ``record.json``: the last checkpoint without optimiser state, its training
     record, and the precise accuracies of the last checkpoint (``accuracies``) and of the best-validation
     one (``accuracies_best``), on the sets of :func:`precise_sets`.
 
-    An unfinished run raises ``ValueError`` (commit its resumable state instead).
+    An unfinished run raises ``ValueError`` (commit its resumable state instead).  The evaluation's
+    provenance must name a commit that reproduces it: uncommitted changes to the package's code raise
+    :class:`~attention_paths.base.provenance.DirtyTreeError` naming the files, before anything is evaluated,
+    unless ``allow_dirty=True``, which records the full ``git diff`` in ``evaluation.provenance``
+    (:func:`~attention_paths.base.provenance.committed_code_provenance`).
     """
     run_dir, dest_dir = Path(run_dir), Path(dest_dir)
     summary = read_json(run_dir / "summary.json", "training summary")
@@ -130,12 +137,13 @@ def commit_network(run_dir, dest_dir, *, root=None, test_episodes: int = PRECISE
             f"{run_dir} holds an unfinished run ({summary.get('steps_done')} of {summary['config']['steps']} "
             "steps); resume it before committing"
         )
+    prov = committed_code_provenance(f"to commit network {dest_dir}", allow_dirty=allow_dirty)
     dest_dir.mkdir(parents=True, exist_ok=True)
     record = export_checkpoint(run_dir, dest_dir)
     sets = precise_sets(root, test_episodes)
     net, _ = load_trained(dest_dir / "model.pt")
     last = precise_accuracies(net, sets)
-    record = _with_precise(record, last, test_episodes)
+    record = _with_precise(record, last, test_episodes, prov)
     if (run_dir / "best.pt").exists():
         best, best_ck = load_trained(run_dir / "best.pt")
         record["accuracies_best"] = {
@@ -158,7 +166,7 @@ def commit_network(run_dir, dest_dir, *, root=None, test_episodes: int = PRECISE
     return record
 
 
-def _with_precise(record: dict, acc: dict, test_episodes: int) -> dict:
+def _with_precise(record: dict, acc: dict, test_episodes: int, prov: dict) -> dict:
     record = dict(record)
     training_time = record.get("accuracies", {})
     record["accuracies_training"] = {
@@ -167,22 +175,26 @@ def _with_precise(record: dict, acc: dict, test_episodes: int) -> dict:
     }
     val = training_time.get("val")
     record["accuracies"] = ({"val": val} if val else {}) | acc
-    record["evaluation"] = _evaluation_record(test_episodes)
+    record["evaluation"] = _evaluation_record(test_episodes, prov)
     return record
 
 
-def record_precise_accuracies(name: str, *, root=None, data_dir=None, test_episodes: int = PRECISE_TEST_EPISODES):
+def record_precise_accuracies(
+    name: str, *, root=None, data_dir=None, test_episodes: int = PRECISE_TEST_EPISODES, allow_dirty: bool = False
+):
     """Add the precise accuracies of an already committed network ``data/omniglot-<name>`` to its
     ``record.json`` (the model file is not touched; its SHA-256 is checked first).  The best-validation
-    checkpoint of a network committed before issue 23 was not kept: its record says so."""
+    checkpoint of a network committed before issue 23 was not kept: its record says so.  A dirty tree is
+    refused as by :func:`commit_network` (``allow_dirty``)."""
     folder = network_dir(name, data_dir)
+    prov = committed_code_provenance(f"to record the accuracies of {folder}", allow_dirty=allow_dirty)
     if committed_checkpoint(name, data_dir) is None:  # the folder checked against its seal and record
         raise FileNotFoundError(f"network {name!r} is not committed: {folder} holds no model.pt")
     record = read_json(folder / "record.json", "network record")
     if "accuracies_training" in record:
         raise ValueError(f"{folder / 'record.json'} already holds precise accuracies")
     net, _ = load_trained(folder / "model.pt")
-    record = _with_precise(record, precise_accuracies(net, precise_sets(root, test_episodes)), test_episodes)
+    record = _with_precise(record, precise_accuracies(net, precise_sets(root, test_episodes)), test_episodes, prov)
     record.setdefault(
         "accuracies_best",
         {
@@ -194,6 +206,67 @@ def record_precise_accuracies(name: str, *, root=None, data_dir=None, test_episo
     atomic_write_json(folder / "record.json", record)
     seal_network_folder(folder)
     return record
+
+
+def rerecord_precise_accuracies(
+    name: str,
+    reason: str,
+    *,
+    root=None,
+    data_dir=None,
+    note: str | None = None,
+    allow_dirty: bool = False,
+) -> dict:
+    """Evaluate a committed network ``data/omniglot-<name>`` again from a clean checkout and record that
+    evaluation (issue 36 §4: a record exported from uncommitted code re-recorded from a commit that
+    reproduces it).  The last checkpoint (``model.pt``, not touched) is evaluated on the record's own sets;
+    every number must equal the recorded one, or ``ValueError`` lists each difference and nothing is written.
+    The best-validation accuracies are re-recorded when the best step is the last (the same weights); those
+    of a best checkpoint that was not kept stay as recorded, marked with the provenance they were made with.
+    ``record.evaluation`` then holds the new provenance and ``rerecorded`` (``reason``, the previous
+    evaluation's provenance and ``note``); the folder is sealed again with ``reason``.  A dirty tree is
+    refused as by :func:`commit_network`."""
+    folder = network_dir(name, data_dir)
+    if committed_checkpoint(name, data_dir) is None:
+        raise FileNotFoundError(f"network {name!r} is not committed: {folder} holds no model.pt")
+    prov = committed_code_provenance(f"to re-record {folder}", allow_dirty=allow_dirty)
+    record = read_json(folder / "record.json", "network record")
+    old_eval = record.get("evaluation") or {}
+    if "accuracies_training" not in record or "provenance" not in old_eval:
+        raise ValueError(f"{folder / 'record.json'} holds no precise accuracies to re-record")
+    test_episodes = record["accuracies"]["test"]["episodes"]
+    net, _ = load_trained(folder / "model.pt")
+    acc = precise_accuracies(net, precise_sets(root, test_episodes))
+    diffs = [
+        f"{s}.{k}: recorded {record['accuracies'][s].get(k)!r}, now {v!r}"
+        for s, values in acc.items()
+        for k, v in values.items()
+        if record["accuracies"][s].get(k) != v
+    ]
+    if diffs:
+        raise ValueError(f"the evaluation of {folder / 'model.pt'} does not reproduce its record: " + "; ".join(diffs))
+    updated = dict(record)
+    val = record["accuracies"].get("val")
+    updated["accuracies"] = ({"val": val} if val else {}) | acc
+    best = dict(record.get("accuracies_best") or {})
+    if best.get("step") == record["steps_done"] and "test" in best:
+        best.update(acc)  # the best step is the last: the committed weights, just evaluated
+    elif "test" in best:
+        best["evaluated_with"] = {k: old_eval["provenance"].get(k) for k in ("git_commit", "git_dirty", "time_utc")}
+    if best:
+        updated["accuracies_best"] = best
+    updated["evaluation"] = _evaluation_record(test_episodes, prov) | {
+        "rerecorded": {
+            "reason": reason,
+            "previous_provenance": old_eval["provenance"],
+            "previous_hardware": old_eval.get("hardware"),
+            "accuracies": "identical to the previous evaluation's, number for number",
+            **({"note": note} if note else {}),
+        }
+    }
+    atomic_write_json(folder / "record.json", updated)
+    seal_network_folder(folder, reason)
+    return updated
 
 
 def committed_members(data_dir=None) -> list[tuple[int, str]]:
