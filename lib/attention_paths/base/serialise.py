@@ -10,7 +10,10 @@ The results folder itself (format version, digests, lock) is :mod:`attention_pat
 A type whose stored layout is not the default one declares it, field by field, in a class attribute
 ``STORED = {field name: Stored(...)}`` (:class:`Stored`): another name, JSON instead of an array, not stored
 (live only) or derived on reading from what is stored, how ``None`` is written, where its arrays go.
-``EXPERIMENT`` (a class attribute) is written first as ``summary["experiment"]``.
+``EXPERIMENT`` (a class attribute) is written first as ``summary["experiment"]``; ``LAYOUT`` (a class
+attribute, an integer) next as ``summary["layout"]``: the version of the type's own stored layout, beside the
+results format of :mod:`attention_paths.runs.results`, raised when a type's layout changes (a folder of another
+layout is refused by :func:`from_folder`; the type's reader may read an older one itself).
 
 >>> from dataclasses import dataclass
 >>> import numpy as np
@@ -92,6 +95,9 @@ def to_folder(result) -> tuple[dict, dict]:
     them (``summary.json``, ``arrays.npz``)."""
     arrays: dict[str, np.ndarray] = {}
     summary = _encode(result, (), arrays, json=False)
+    layout = getattr(type(result), "LAYOUT", None)
+    if layout is not None:
+        summary = {"layout": layout, **summary}
     experiment = getattr(type(result), "EXPERIMENT", None)
     if experiment is not None:
         summary = {"experiment": experiment, **summary}
@@ -180,6 +186,12 @@ def from_folder(cls, summary: dict, arrays: dict, folder=None):
     experiment = getattr(cls, "EXPERIMENT", None)
     if experiment is not None and summary.pop("experiment", experiment) != experiment:
         raise FolderError(f"{_where(folder)}summary.json is not a {experiment} run")
+    layout = getattr(cls, "LAYOUT", None)
+    if layout is not None and (found := summary.pop("layout", None)) != layout:
+        raise FolderError(
+            f"{_where(folder)}summary.json is in layout {found!r} of {cls.__name__}, not layout {layout}, the one "
+            "this code writes"
+        )
     summary.pop("format", None)
     ctx = _Context(folder, arrays, set())
     result = _read_record(cls, summary, (), ctx, json=False, root=True)
