@@ -191,8 +191,8 @@ def test_a_same_size_edit_of_a_sampled_accuracy_is_refused(tmp_path):
     shutil.copytree(DATA / "hmc-paper", tmp_path / "hmc")
     path = tmp_path / "hmc" / "summary.json"
     text = path.read_text()
-    assert '"accuracy_percent": 96.3,' in text
-    edited = text.replace('"accuracy_percent": 96.3,', '"accuracy_percent": 99.3,', 1)
+    assert '"accuracy": 96.3,' in text
+    edited = text.replace('"accuracy": 96.3,', '"accuracy": 99.3,', 1)
     assert len(edited) == len(text)
     path.write_text(edited)
     with pytest.raises(ValueError, match="summary.json does not match the SHA-256"):
@@ -236,19 +236,80 @@ def test_hmc_paper_run_is_complete_mixed_and_agrees_with_a_fresh_theory():
     np.testing.assert_allclose(sw.U[0], ref.sweep.U[0], atol=1e-6)
 
 
-def test_the_committed_hmc_run_reloads_and_writes_back_its_summary():
-    """data/hmc-paper, reloaded as an MarkovResult and summarised again, gives its committed summary and arrays
-    back (its claims are those it was written with)."""
-    import json
-
+def test_the_committed_hmc_run_reloads_and_writes_back_its_summary(tmp_path):
+    """data/hmc-paper, reloaded as a MarkovResult and written again by the serialiser, gives its committed
+    summary.json and arrays.npz back byte for byte (layout 2; its claims are those it was written with)."""
     folder = DATA / "hmc-paper"
     run = experiments.load_run(folder, "hmc")
     summary, arrays = markov.markov_summary(run)
-    stored = json.loads((folder / "summary.json").read_text())
-    stored.pop("format", None)  # written by results.write
-    assert json.loads(json.dumps(summary, default=lambda a: a.tolist())) == stored
-    assert list(summary) == list(stored)  # the same fields, in the same order (no block contrast recorded)
-    stored_arrays = np.load(folder / "arrays.npz")
-    assert sorted(arrays) == sorted(stored_arrays.files)
-    for k in arrays:
-        np.testing.assert_array_equal(arrays[k], stored_arrays[k])
+    assert summary["layout"] == markov.MarkovResult.LAYOUT == 2
+    results.write(tmp_path, summary, arrays)
+    for name in (results.SUMMARY, results.ARRAYS):
+        assert (tmp_path / name).read_bytes() == (folder / name).read_bytes(), name
+
+
+# the last commit whose data/hmc-paper is in hmc layout 1 (the hand-written summary); migrated to layout 2 since
+LAYOUT1_COMMIT = "070233f4185419626ed5d0dce6581f9b7bf0db7f"
+
+
+def _layout1_copy(tmp_path) -> Path:
+    """data/hmc-paper as committed in layout 1 (from git), or a skip where the history is not at hand."""
+    import subprocess
+
+    root, run = DATA.parent, tmp_path / "hmc-layout1"
+    run.mkdir()
+    for name in (results.SUMMARY, results.ARRAYS, results.FILES):
+        try:
+            out = subprocess.run(
+                ["git", "-C", str(root), "show", f"{LAYOUT1_COMMIT}:data/hmc-paper/{name}"],
+                capture_output=True,
+                check=True,
+                timeout=60,
+            )
+        except (OSError, subprocess.SubprocessError):
+            pytest.skip(f"the git history with data/hmc-paper in layout 1 ({LAYOUT1_COMMIT[:10]}) is not at hand")
+        (run / name).write_bytes(out.stdout)
+    return run
+
+
+def test_a_layout1_hmc_run_reads_with_a_warning_as_the_same_run_and_migrates_to_the_committed_files(tmp_path):
+    """The committed layout-1 files of data/hmc-paper (before the serialiser): read with a FutureWarning that
+    the layout is deprecated, they give the same result as the migrated folder, every value equal (arrays byte
+    for byte); written again, they are the committed layout-2 files byte for byte; the migration's record
+    names the layout-1 files it replaced and why."""
+    from test_experiment_contract import _same
+
+    old = _layout1_copy(tmp_path)
+    assert "layout" not in json.loads((old / results.SUMMARY).read_text())
+    with pytest.warns(FutureWarning, match="layout 1, which is deprecated"):
+        run = experiments.load_run(old, "hmc")
+    migrated = experiments.load_run(DATA / "hmc-paper", "hmc")
+    _same(run, migrated, stored_only=True)
+    results.write(tmp_path / "again", *markov.markov_summary(run))
+    for name in (results.SUMMARY, results.ARRAYS):
+        assert (tmp_path / "again" / name).read_bytes() == (DATA / "hmc-paper" / name).read_bytes(), name
+    # every layout-1 array is in the new file byte for byte (renamed), its duplicates equal what is kept
+    first, now = np.load(old / results.ARRAYS), np.load(DATA / "hmc-paper" / results.ARRAYS)
+    renamed = {
+        f"set{k}_U_{n}": f"seed_sets_{k}_{s}_U"
+        for k in range(6)
+        for n, s in (("main", "sweep"), ("noisy", "noisy_sweep"))
+    }
+    for key in first.files:
+        new = renamed.get(key, "kernels_" + key[7:] if key.startswith("kernel_") and key != "kernel_subset" else key)
+        if key == "widths":
+            np.testing.assert_array_equal(first[key], migrated.headline.sweep.widths)
+            continue
+        assert first[key].dtype == now[new].dtype and first[key].tobytes() == now[new].tobytes(), key
+    record = json.loads((DATA / "hmc-paper" / results.FILES).read_text())
+    migration = record["migrations"][-1]
+    layout1_record = json.loads((old / results.FILES).read_text())
+    assert migration["previous_files_sha256"] == layout1_record["files_sha256"]
+    assert "layout 1 -> 2" in migration["what"] and migration["reason"]
+
+
+def test_an_hmc_run_of_an_unknown_layout_is_refused(tmp_path):
+    """A summary.json that records a layout this code does not write (a later one) is refused, naming it."""
+    run = rewritten_run(tmp_path, DATA / "hmc-paper", lambda s: s.update(layout=3))
+    with pytest.raises(ValueError, match="layout 3 of MarkovResult, not layout 2"):
+        experiments.load_run(run, "hmc")

@@ -3,6 +3,8 @@
 :data:`attention_paths.runs.registry.EXPERIMENTS`, a result (a committed run under ``data/`` for those the
 chapters read back, a live run at a tiny size for the others) must
 
+* be written by the one serialiser: its results folder is its result type's declared layout
+  (:mod:`attention_paths.base.serialise`), read by ``from_folder`` alone as by the experiment's reader;
 * round trip: written to a results folder and read back, every stored field is equal (the fields its type
   declares live only, ``Stored(to="live")``, are not stored);
 * write back: the reloaded result writes the same bytes of ``summary.json`` and ``arrays.npz``;
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention_paths.base.serialise import Stored
+from attention_paths.base.serialise import Stored, from_folder
 from attention_paths.runs import experiments, results
 from attention_paths.runs.registry import EXPERIMENTS
 
@@ -107,6 +109,15 @@ def test_round_trip(case):
     back = experiments.load_run(folder, name)
     assert type(back) is type(original)
     _same(back, original, stored_only=True)
+
+
+def test_the_folder_is_the_serialisers(case):
+    name, original, folder = case
+    _reader(name)
+    cls = EXPERIMENTS[name].resolve("result")
+    assert getattr(cls, "EXPERIMENT", None) == name, f"{cls.__name__}.EXPERIMENT is not {name!r}"
+    summary, arrays = results.read(folder)
+    _same(from_folder(cls, summary, arrays, folder), experiments.load_run(folder, name), stored_only=True)
 
 
 def test_write_back_gives_the_same_bytes(case, tmp_path):

@@ -25,24 +25,10 @@ def _rewritten(tmp_path, src: str, edit_summary=None, edit_arrays=None) -> Path:
     return run
 
 
-def _both_U(s, a, k, net, f):
-    """Edit seed set k's U of network ``net`` consistently in the summary's rows and in the arrays."""
-    U = f(a[f"set{k}_U_{net}"].copy())
-    a[f"set{k}_U_{net}"] = U
-    for row, u in zip(s["seed_sets"][k][net], U):
-        row["U"] = u.tolist()
-
-
-def _hmc_nan_U(s, a):
-    def f(U):
-        U[2, 0, 1] = U[2, 1, 0] = np.nan
-        return U
-
-    _both_U(s, a, 0, "main", f)
-
-
-def _hmc_permuted_U(s, a):
-    _both_U(s, a, 0, "main", lambda U: U[:, [1, 0, 2, 3]][:, :, [1, 0, 2, 3]])
+def _symmetric_nan(U):
+    """A NaN at U[2] (0, 1) and (1, 0): a seed set's sweep, stored once (in arrays.npz) since hmc layout 2."""
+    U[2, 0, 1] = U[2, 1, 0] = np.nan
+    return U
 
 
 def _indefinite(a, key, index):
@@ -89,7 +75,7 @@ CASES = {
     # the twenty edits of issue 37 §2, and a few more of the same kinds
     "hmc accuracy 196.3 %": (
         HMC,
-        _set(["sampled", RB10, "accuracy_percent"], 196.3),
+        _set(["sampled", RB10, "accuracy"], 196.3),
         None,
         r"'sampled\[main_N10_rao-blackwell\]\.accuracy' = 196\.3 is not an accuracy",
     ),
@@ -99,7 +85,12 @@ CASES = {
         _arr(f"sample_{RB10}_mean", lambda x: x[:100]),
         r"\.mean' has shape \(100,\), expected \(1000,\)",
     ),
-    "hmc NaN in U": (HMC, None, None, r"'sets\[0\]\.sweep\.U' holds non-finite values"),
+    "hmc NaN in U": (
+        HMC,
+        None,
+        _arr("seed_sets_0_sweep_U", _symmetric_nan),
+        r"'sets\[0\]\.sweep\.U' holds non-finite values",
+    ),
     "hmc 2x2 U_hat for a 4-path network": (
         HMC,
         None,
@@ -112,11 +103,16 @@ CASES = {
         None,
         r"'sampled\[main_N10_full\]' holds the run 'main_N30_full'",
     ),
-    "hmc kernel_GP missing": (HMC, None, lambda a: a.pop("kernel_GP"), r"'kernels' lack \['GP'\]"),
-    "hmc U with its paths permuted": (HMC, None, None, r"'sets\[0\]\.head_scores' are not the head scores of U"),
+    "hmc kernel_GP missing": (HMC, None, lambda a: a.pop("kernels_GP"), r"'kernels' lack \['GP'\]"),
+    "hmc U with its paths permuted": (
+        HMC,
+        None,
+        _arr("seed_sets_0_sweep_U", lambda U: U[:, [1, 0, 2, 3]][:, :, [1, 0, 2, 3]]),
+        r"'sets\[0\]\.head_scores' are not the head scores of U",
+    ),
     "hmc sweep accuracy 196.3 %": (
         HMC,
-        _set(["seed_sets", 1, "main", 0, "accuracy_percent"], 196.3),
+        _set(["seed_sets", 1, "sweep", "accuracy", 0], 196.3),
         None,
         r"'sets\[1\]\.sweep\.accuracy' = 196\.3 is not an accuracy",
     ),
@@ -195,17 +191,18 @@ CASES = {
         r"'pairs\[\(1\)1,\(1\)2\]\.drop\[FashionMNIST\]' = 0 is not the unpruned",
     ),
 }
-SPECIAL = {"hmc NaN in U": _hmc_nan_U, "hmc U with its paths permuted": _hmc_permuted_U}
 
 
 def _hmc_reversed_widths(s, a):
+    """Every sweep's widths reversed, with its per-width numbers and its U."""
     for k, rec in enumerate(s["seed_sets"]):
-        for net in ("main", "noisy"):
-            rec[net].reverse()
-            a[f"set{k}_U_{net}"] = a[f"set{k}_U_{net}"][::-1].copy()
+        for sweep in ("sweep", "noisy_sweep"):
+            for what in ("widths", "accuracy", "grad_max", "hessian_min_eig", "iterations"):
+                rec[sweep][what].reverse()
+            a[f"seed_sets_{k}_{sweep}_U"] = a[f"seed_sets_{k}_{sweep}_U"][::-1].copy()
 
 
-SPECIAL["hmc widths reversed"] = _hmc_reversed_widths
+SPECIAL = {"hmc widths reversed": _hmc_reversed_widths}
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -250,6 +250,10 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     smp = run.samples
     summary, arrays = markov.markov_summary(res)
     assert [c["id"] for c in summary["claims"]][-1] == "H6"  # checked on the live result's samples
+    # the serialiser's layout 2: each sweep's U once, in arrays.npz; the live tasks and samples not stored
+    assert summary["layout"] == 2 and "U" not in summary["seed_sets"][0]["sweep"]
+    assert arrays["seed_sets_0_sweep_U"] is res.headline.sweep.U and "main" not in summary["seed_sets"][0]
+    assert "samples" not in summary["sampled"]["main_N10_rao-blackwell"]
     summary["provenance"] = {"git_commit": None, "platform": "test", "time_utc": "now"}
     results.write(tmp_path, summary, arrays)
     loaded = experiments.load_run(tmp_path, "hmc")

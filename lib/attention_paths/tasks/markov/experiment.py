@@ -1,22 +1,23 @@
-"""The hidden-Markov-chain chapter's computation (spec §A.4-A.8): its sizes per scale (:data:`MARKOV_EXPERIMENT`),
-the theory's width sweeps, ablations and seed sets (:func:`run_markov`), posterior sampling
-(:func:`sample_markov`), and the JSON record and arrays of its results folder (:func:`markov_summary`)."""
+"""The hidden-Markov-chain chapter's computation (spec §A.4-A.8): the theory's width sweeps, ablations and seed
+sets (:func:`run_markov`, at the sizes of :data:`~.config.MARKOV_EXPERIMENT`), posterior sampling
+(:func:`sample_markov`), and its results folder (:func:`markov_summary`, :func:`read_markov_run`: the serialiser,
+from the result type's declarations)."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
 from attention_paths import sampling
-from attention_paths.base import validate
 from attention_paths.base.config import get_scale
+from attention_paths.base.serialise import from_folder, to_folder
 from attention_paths.tasks.markov.claims import markov_claims
+from attention_paths.tasks.markov.config import MARKOV_EXPERIMENT, MarkovExperimentConfig
+from attention_paths.tasks.markov.layout1 import is_layout1, read_layout1
 from attention_paths.tasks.markov.result import MarkovResult, MarkovSampledRun, SeedSet, WidthSweep
 from attention_paths.tasks.markov.task import (
-    MAIN_PATHS,
-    NOISY_PATHS,
     MarkovSeeds,
     MarkovTask,
     _accuracy_with,
@@ -46,48 +47,6 @@ __all__ = [
     "markov_summary",
     "read_markov_run",
 ]
-
-
-@dataclass(frozen=True)
-class MarkovExperimentConfig:
-    """Sizes of the hidden-Markov-chain chapter (:func:`run_markov`): the theory's widths, ``tau``, the training
-    and test set sizes, the number of numpy seed sets beside the reference's, the widths of the heat maps,
-    the kernel rows shown (two class blocks), the alignment's ``k``, the sampling plan (per network, the
-    widths of each sampler of ``sampling.SAMPLER_KINDS``) and the NUTS settings."""
-
-    widths: tuple = (10, 30, 50, 100, 300, 500, 1000)
-    tau: float = 0.01
-    P: int = 100
-    P_test: int = 1000
-    seed_sets: int = 5
-    heat_widths: tuple = (10, 100, 1000)
-    kernel_subset: tuple = (tuple(range(0, 25)), tuple(range(75, 100)))
-    n_align: int = 30
-    sampling: dict = field(
-        default_factory=lambda: {
-            "main": {"rao-blackwell": (10,), "full": ()},
-            "noisy": {"rao-blackwell": (10,), "full": ()},
-        }
-    )
-    # chains side by side, one JAX CPU device each (attention_paths.sampling exposes one per core)
-    sampler: dict = field(
-        default_factory=lambda: dict(num_chains=2, num_warmup=300, num_samples=300, seed=1, chain_method="parallel")
-    )
-
-
-MARKOV_EXPERIMENT = {
-    # The theory runs at the paper's sizes at both scales; only the sampling budget differs.
-    "quick": MarkovExperimentConfig(),
-    "paper": MarkovExperimentConfig(
-        # the Rao-Blackwellised sampler is ~10x faster per effective sample here (P = 100); the
-        # full-weight one cross-checks it at N = 10
-        sampling={
-            "main": {"rao-blackwell": (10, 30, 100), "full": (10,)},
-            "noisy": {"rao-blackwell": (10, 30, 100), "full": (10,)},
-        },
-        sampler=dict(num_chains=4, num_warmup=500, num_samples=500, seed=1, chain_method="parallel"),
-    ),
-}
 
 
 def theory_sweep(task: MarkovTask, widths, tau: float, progress: bool = False) -> WidthSweep:
@@ -300,181 +259,20 @@ def _sampled_run(net: str, N: int, smp, y_test) -> MarkovSampledRun:
 
 
 def markov_summary(res: MarkovResult) -> tuple[dict, dict]:
-    """``(summary, arrays)`` of an :class:`~.result.MarkovResult`: the JSON record and the arrays of its results
-    folder.  The claims are checked here on a live result; a reloaded one keeps those it was written with."""
-    arrays = {
-        "alignment_GP": res.alignment["GP"],
-        "alignment_renormalised": res.alignment["renormalised"],
-        "kernel_subset": res.kernel_subset,
-    }
-    arrays.update({f"kernel_{k}": v for k, v in res.kernels.items()})
-    for key, r in res.sampled.items():
-        for part in _SAMPLED_ARRAYS:
-            arrays[f"sample_{key}_{part}"] = getattr(r, _SAMPLED_ARRAYS[part])
-    for k, s in enumerate(res.sets):
-        arrays[f"set{k}_U_main"] = s.sweep.U
-        arrays[f"set{k}_U_noisy"] = s.noisy_sweep.U
-    arrays["widths"] = res.headline.sweep.widths
-    summary = {
-        "experiment": "hmc",
-        "scale": res.scale,
-        "config": asdict(res.config),
-        "path_names": {"main": list(MAIN_PATHS), "noisy": list(NOISY_PATHS)},
-        "seed_sets": [_seed_set_record(s) for s in res.sets],
-        "sampled": {key: _sampled_record(r) for key, r in res.sampled.items()},
-        "theory_seconds": res.theory_seconds,
-        "claims": markov_claims(res) if res.live else res.claims,
-    }
-    if res.block_contrast is not None:
-        summary["block_contrast"] = res.block_contrast
-    for key in ("wall_seconds", "provenance"):  # a reloaded run's, written back (a live run's: by run_experiment)
-        if getattr(res, key) is not None:
-            summary[key] = getattr(res, key)
-    return summary, arrays
-
-
-# the arrays of a sampling run in its results folder: name suffix -> MarkovSampledRun attribute
-_SAMPLED_ARRAYS = {"mean": "mean", "var": "var", "mcse": "mcse", "U_hat": "U_hat"}
-
-
-def _sweep_records(sw: WidthSweep) -> list[dict]:
-    """One JSON row per width of a sweep: accuracy, solver report and ``U``."""
-    return [
-        {
-            "N": int(N),
-            "accuracy_percent": float(a),
-            "grad_max": float(g),
-            "hessian_min_eig": float(h),
-            "iterations": int(i),
-            "U": np.asarray(U).tolist(),
-        }
-        for N, a, g, h, i, U in zip(sw.widths, sw.accuracy, sw.grad_max, sw.hessian_min_eig, sw.iterations, sw.U)
-    ]
-
-
-def _seed_set_record(s: SeedSet) -> dict:
-    """The JSON record of one seed set's theory: GP lines, single paths, both sweeps, the noisy controls."""
-    return {
-        "seed_set": s.k,
-        "label": s.label,
-        "seeds": vars(s.seeds),
-        "generator": s.seeds.generator,
-        "gp_all_percent": s.gp_all,
-        "gp_path_g_percent": s.gp_g,
-        "gp_paths_gd_percent": s.gp_gd,
-        **({} if s.gp_gd_minus_g is None else {"gp_gd_minus_g_points": list(s.gp_gd_minus_g)}),
-        "path_alone_network_percent": dict(zip(MAIN_PATHS, np.asarray(s.alone_network).tolist())),
-        "path_alone_mask_percent": dict(zip(MAIN_PATHS, np.asarray(s.alone_mask).tolist())),
-        "head_scores": s.head_scores,
-        "main": _sweep_records(s.sweep),
-        "noisy": _sweep_records(s.noisy_sweep),
-        "noisy_gp_percent": s.noisy_sweep.gp_accuracy,
-        "noisy_diagonal_only_percent": np.asarray(s.noisy_diagonal_only).tolist(),
-        "noisy_equalised_diagonal_percent": np.asarray(s.noisy_equalised_diagonal).tolist(),
-    }
-
-
-def _sampled_record(r: MarkovSampledRun) -> dict:
-    """The JSON record of one sampling run (its arrays go to ``arrays.npz``)."""
-    rec = {
-        "network": r.network,
-        "N": r.N,
-        "kind": r.kind,
-        "accuracy_percent": r.accuracy,
-        "accuracy_mcse_percent": r.accuracy_mcse,
-        "U_hat": np.asarray(r.U_hat).tolist(),
-        "U_hat_mcse": np.asarray(r.U_hat_mcse).tolist(),
-        "wall_seconds": r.wall_seconds,
-        "settings": r.settings,
-        "diagnostics": r.diagnostics,
-    }
-    if r.accuracy_mcse is None:  # a run recorded before its Monte Carlo error was
-        del rec["accuracy_mcse_percent"]
-    return rec
-
-
-def _read_sweep(rows: list[dict], gp_accuracy: float, U: np.ndarray) -> WidthSweep:
-    return WidthSweep(
-        widths=np.array([r["N"] for r in rows]),
-        U=U,
-        accuracy=np.array([r["accuracy_percent"] for r in rows]),
-        gp_accuracy=gp_accuracy,
-        grad_max=np.array([r["grad_max"] for r in rows]),
-        hessian_min_eig=np.array([r["hessian_min_eig"] for r in rows]),
-        iterations=np.array([r["iterations"] for r in rows]),
-    )
-
-
-def _read_seed_set(k: int, rec: dict, arrays: dict) -> SeedSet:
-    return SeedSet(
-        k=rec["seed_set"],
-        seeds=MarkovSeeds(**rec["seeds"]),
-        sweep=_read_sweep(rec["main"], rec["gp_all_percent"], arrays[f"set{k}_U_main"]),
-        noisy_sweep=_read_sweep(rec["noisy"], rec["noisy_gp_percent"], arrays[f"set{k}_U_noisy"]),
-        gp_all=rec["gp_all_percent"],
-        gp_g=rec["gp_path_g_percent"],
-        gp_gd=rec["gp_paths_gd_percent"],
-        gp_gd_minus_g=tuple(rec["gp_gd_minus_g_points"]) if "gp_gd_minus_g_points" in rec else None,
-        alone_network=np.array([rec["path_alone_network_percent"][p] for p in MAIN_PATHS]),
-        alone_mask=np.array([rec["path_alone_mask_percent"][p] for p in MAIN_PATHS]),
-        head_scores=rec["head_scores"],
-        noisy_diagonal_only=np.array(rec["noisy_diagonal_only_percent"]),
-        noisy_equalised_diagonal=np.array(rec["noisy_equalised_diagonal_percent"]),
-    )
-
-
-def _read_sampled(key: str, rec: dict, arrays: dict) -> MarkovSampledRun:
-    part = {a: arrays[f"sample_{key}_{suffix}"] for suffix, a in _SAMPLED_ARRAYS.items()}
-    return MarkovSampledRun(
-        network=rec["network"],
-        N=int(rec["N"]),
-        kind=rec["kind"],
-        accuracy=rec["accuracy_percent"],
-        accuracy_mcse=rec.get("accuracy_mcse_percent"),
-        U_hat_mcse=np.asarray(rec["U_hat_mcse"]),
-        wall_seconds=rec["wall_seconds"],
-        settings=rec["settings"],
-        diagnostics=rec["diagnostics"],
-        **part,
-    )
-
-
-def _tuples(v):
-    """JSON lists back to the tuples of :class:`MarkovExperimentConfig`."""
-    if isinstance(v, list):
-        return tuple(_tuples(x) for x in v)
-    if isinstance(v, dict):
-        return {k: _tuples(x) for k, x in v.items()}
-    return v
+    """``(summary, arrays)`` of an :class:`~.result.MarkovResult`, by the serialiser
+    (:func:`attention_paths.base.serialise.to_folder` of the fields as the type declares them: layout 2).  The
+    claims are checked here on a live result; a reloaded one keeps those it was written with."""
+    return to_folder(replace(res, claims=markov_claims(res) if res.live else res.claims))
 
 
 def read_markov_run(folder, summary: dict, arrays: dict) -> MarkovResult:
-    """The :class:`~.result.MarkovResult` of a results folder written from :func:`markov_summary` (read by
-    ``runs.experiments.load_run``); every sampling run's arrays checked finite, its ``U_hat`` symmetric with
-    a positive diagonal."""
-    for key in summary["sampled"]:
-        for suffix in _SAMPLED_ARRAYS:
-            validate.finite(folder, f"sample_{key}_{suffix}", arrays[f"sample_{key}_{suffix}"])
-        U_hat = arrays[f"sample_{key}_U_hat"]
-        validate.order_parameters(folder, f"sample_{key}_U_hat", U_hat, U_hat.shape)
-    for k, rec in enumerate(summary["seed_sets"]):  # U is written twice: in the rows and in the arrays
-        for net in ("main", "noisy"):
-            rows, U = [r["U"] for r in rec[net]], arrays[f"set{k}_U_{net}"]
-            if np.shape(rows) != U.shape or not np.allclose(rows, U, rtol=1e-12, atol=0, equal_nan=True):
-                validate.refuse(folder, f"set{k}_U_{net} in arrays.npz is not the U of summary.json's rows")
-    res = MarkovResult(
-        scale=summary["scale"],
-        config=MarkovExperimentConfig(**_tuples(summary["config"])),
-        sets=[_read_seed_set(k, rec, arrays) for k, rec in enumerate(summary["seed_sets"])],
-        theory_seconds=summary["theory_seconds"],
-        kernels={k[len("kernel_") :]: a for k, a in arrays.items() if k.startswith("kernel_") and k != "kernel_subset"},
-        kernel_subset=arrays["kernel_subset"],
-        alignment={"GP": arrays["alignment_GP"], "renormalised": arrays["alignment_renormalised"]},
-        block_contrast=summary.get("block_contrast"),
-        sampled={key: _read_sampled(key, rec, arrays) for key, rec in summary["sampled"].items()},
-        claims=summary["claims"],
-        wall_seconds=summary.get("wall_seconds"),
-        provenance=summary.get("provenance"),
-    )
+    """The :class:`~.result.MarkovResult` of a results folder written by :func:`markov_summary` (read by
+    ``runs.experiments.load_run``; :func:`attention_paths.base.serialise.from_folder`), or of one in the
+    deprecated layout 1 (:func:`~.layout1.read_layout1`, with a ``FutureWarning``), checked against the type's
+    invariants (:meth:`~.result.MarkovResult.check`)."""
+    if is_layout1(summary):
+        res = read_layout1(folder, summary, arrays)
+    else:
+        res = from_folder(MarkovResult, summary, arrays, folder)
     res.check(folder)  # the type's invariants (issue 37 §2)
     return res

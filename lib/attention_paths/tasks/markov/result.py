@@ -1,6 +1,8 @@
 """The one result type of the hidden-Markov-chain experiment (:class:`MarkovResult`): what
-:func:`~.experiment.run_markov` computes and what a results folder holds are the same object, written by
-:func:`~.experiment.markov_summary` and read back by :func:`~.experiment.read_markov_run`.
+:func:`~.experiment.run_markov` computes and what a results folder holds are the same object, written and read
+back by the serialiser (:mod:`attention_paths.base.serialise`) from the fields' declarations (``STORED``): layout 2
+of an ``hmc`` folder (:attr:`MarkovResult.LAYOUT`).  Runs written in layout 1 (before 0.3: one JSON row per width,
+``U`` in both files, labels computed from the seeds) are read by :mod:`.layout1`, with a warning.
 
 A reloaded result lacks only what no chapter reads from a results folder: the seed sets' tasks (inputs,
 heads and path features: ``SeedSet.main`` and ``.noisy`` are ``None``), the theory's predictions and solver
@@ -15,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attention_paths.base.serialise import Stored
+from attention_paths.tasks.markov.config import config_from_record
 from attention_paths.tasks.markov.invariants import check_hmc
 from attention_paths.tasks.markov.task import MarkovSeeds, MarkovTask
 
@@ -40,12 +44,21 @@ class WidthSweep:
     predictions: list | None = field(default=None, repr=False)
     gp: object | None = field(default=None, repr=False)
 
+    # the per-width numbers as JSON lists, U (n, Pi, Pi) in arrays.npz
+    STORED = {
+        **{k: Stored(to="json") for k in ("widths", "accuracy", "grad_max", "hessian_min_eig", "iterations")},
+        **{k: Stored(to="live") for k in ("results", "predictions", "gp")},
+    }
+
     def at(self, N) -> int:
         """The index of width ``N`` (``ValueError`` naming the widths if it was not solved)."""
         widths = [int(w) for w in self.widths]
         if int(N) not in widths:
             raise ValueError(f"width N={N} is not in this sweep's widths {widths}")
         return widths.index(int(N))
+
+
+_JSON_SET_ARRAYS = ("alone_network", "alone_mask", "noisy_diagonal_only", "noisy_equalised_diagonal")
 
 
 @dataclass(kw_only=True)
@@ -75,6 +88,13 @@ class SeedSet:
     gp_gd_minus_g: tuple[float, float] | None = None
     main: MarkovTask | None = field(default=None, repr=False)
     noisy: MarkovTask | None = field(default=None, repr=False)
+
+    # everything but the sweeps' U as JSON (the label is computed from the seeds, not stored)
+    STORED = {
+        **{k: Stored(to="json") for k in _JSON_SET_ARRAYS},
+        "main": Stored(to="live"),
+        "noisy": Stored(to="live"),
+    }
 
     @property
     def label(self) -> str:
@@ -111,6 +131,8 @@ class MarkovSampledRun:
     diagnostics: dict
     samples: object | None = field(default=None, repr=False)
 
+    STORED = {"samples": Stored(to="live")}  # U_hat, U_hat_mcse, mean, var, mcse in arrays.npz
+
     @property
     def key(self) -> str:
         """``"<network>_N<width>_<sampler>"``, its name in a results folder."""
@@ -121,7 +143,7 @@ class MarkovSampledRun:
 class MarkovResult:
     """Everything the hidden-Markov-chain chapter shows (:func:`~.experiment.run_markov`).
 
-    ``config`` is the scale's :class:`~.experiment.MarkovExperimentConfig`; ``sets`` the seed sets, the
+    ``config`` is the scale's :class:`~.config.MarkovExperimentConfig`; ``sets`` the seed sets, the
     reference's first (:attr:`headline`); ``theory_seconds`` their solve time.  On the headline's 4-path
     network at ``N = 10``: the path and GP and renormalised ``kernels`` on the rows ``kernel_subset`` (a
     dict of (n_sub, n_sub) arrays), their label ``alignment`` ({"GP", "renormalised"}: (n_align,)) and the
@@ -143,6 +165,17 @@ class MarkovResult:
     claims: list | None = None
     wall_seconds: float | None = None
     provenance: dict | None = None
+
+    EXPERIMENT = "hmc"
+    LAYOUT = 2  # 1: the hand-written summary of 0.2 (read by .layout1, deprecated)
+    # seed sets in summary.json ("seed_sets", their U in arrays.npz as seed_sets_<k>_sweep_U), kernels as
+    # kernels_<name>, the sampling runs' arrays as sample_<key>_<field>
+    STORED = {
+        "config": Stored(load=config_from_record),
+        "sets": Stored(key="seed_sets", indexed=True),
+        "sampled": Stored(array="sample"),
+        **{k: Stored(none="omit") for k in ("block_contrast", "claims", "wall_seconds", "provenance")},
+    }
 
     def check(self, folder=None) -> None:
         """Raise ``ValueError`` naming ``folder``, the field and the problem when a field breaks an invariant
