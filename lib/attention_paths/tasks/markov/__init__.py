@@ -24,9 +24,9 @@ attends uniformly; a *random* head has Gaussian entries and gives sharp, task-ir
 
 The task is called ``markov`` (not ``hmc``): the project's samplers are Hamiltonian Monte Carlo.  Its
 modules: :mod:`.data` (sequences), :mod:`.heads`, :mod:`.task` (seeds, the network's features, path
-order parameters), :mod:`.mechanism` (the g-d mechanism), :mod:`.result` (the result type), :mod:`.experiment` (sizes,
-run, summary),
-:mod:`.claims` and :mod:`.tables`.  The command line's experiment keeps the name ``hmc``.
+order parameters), :mod:`.mechanism` (the g-d mechanism), :mod:`.result` (the result type and its stored
+layout), :mod:`.config` (the experiment's sizes per scale), :mod:`.experiment` (run, summary), :mod:`.layout1`
+(the deprecated reader of layout-1 folders), :mod:`.claims` and :mod:`.tables`.  The command line's experiment keeps the name ``hmc``.
 """
 
 from attention_paths.base.deprecation import renamed
