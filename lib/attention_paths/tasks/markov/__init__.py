@@ -26,7 +26,8 @@ The task is called ``markov`` (not ``hmc``): the project's samplers are Hamilton
 modules: :mod:`.data` (sequences), :mod:`.heads`, :mod:`.task` (seeds, the network's features, path
 order parameters), :mod:`.mechanism` (the g-d mechanism), :mod:`.result` (the result type and its stored
 layout), :mod:`.config` (the experiment's sizes per scale), :mod:`.experiment` (run, summary), :mod:`.layout1`
-(the deprecated reader of layout-1 folders), :mod:`.claims` and :mod:`.tables`.  The command line's experiment keeps the name ``hmc``.
+(the deprecated reader of layout-1 folders), :mod:`.claims` and :mod:`.tables`.  The command line's experiment
+keeps the name ``hmc``.
 """
 
 from attention_paths.base.deprecation import renamed
