@@ -5,6 +5,7 @@ Outputs are not compared (there are none stored); a cell that raises fails the t
 inherits the environment, so ``REPRO_SCALE`` reaches the chapters.
 """
 
+import os
 import sys
 from pathlib import Path
 from unittest import mock
@@ -21,9 +22,15 @@ import hangwatch  # noqa: E402
 CELL_TIMEOUT = 21600
 
 
+# The chapters run here record their claims apart from the book build's (_build/claims), so that
+# tests/book/test_rebuild.py, run after every chapter, can compare the two executions number for number.
+NBVAL_CLAIMS = Path(__file__).parent / "_build" / "claims-nbval"
+
+
 def pytest_configure(config):
     if str(config.option.nbval_cell_timeout) == "2000":  # nbval's default, not given on the command line
         config.option.nbval_cell_timeout = CELL_TIMEOUT
+    os.environ.setdefault("ATTENTION_PATHS_CLAIMS", str(NBVAL_CLAIMS))  # inherited by the chapters' kernels
     hangwatch.start()
 
 
@@ -53,7 +60,12 @@ def pytest_collect_file(file_path, parent):
 
 
 READ_LAST = ("figure_map.md",)  # tabulates the claims the other chapters record: run it after them
+AFTER_CHAPTERS = ("test_rebuild.py",)  # compares the chapters' claims with the book build's: after them all
 
 
 def pytest_collection_modifyitems(session, config, items):
-    items.sort(key=lambda item: Path(str(item.fspath)).name in READ_LAST)  # stable: only moves these last
+    def order(item):
+        name = Path(str(item.fspath)).name
+        return (name in AFTER_CHAPTERS, name in READ_LAST)
+
+    items.sort(key=order)  # stable: only moves these to the end
