@@ -1,6 +1,7 @@
 """The hidden-Markov-chain chapter's sizes per scale (:data:`MARKOV_EXPERIMENT`, :class:`MarkovExperimentConfig`)
 and the config read back from a results folder (:func:`config_from_record`).  A module of its own so that the
-result type (:mod:`.result`) declares how its config is read without importing the experiment that runs it."""
+result type (:mod:`attention_paths.tasks.markov.result`) declares how its config is read without importing the
+experiment that runs it."""
 
 from __future__ import annotations
 
