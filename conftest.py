@@ -12,6 +12,7 @@ from unittest import mock
 
 import jupytext
 import nbval.plugin as nbval_plugin
+import pytest
 
 BOOK = Path(__file__).parent / "book"
 sys.path.insert(0, str(Path(__file__).parent / "_ext"))
@@ -31,7 +32,24 @@ def pytest_configure(config):
     if str(config.option.nbval_cell_timeout) == "2000":  # nbval's default, not given on the command line
         config.option.nbval_cell_timeout = CELL_TIMEOUT
     os.environ.setdefault("ATTENTION_PATHS_CLAIMS", str(NBVAL_CLAIMS))  # inherited by the chapters' kernels
+    _ENVIRON.update(os.environ)
     hangwatch.start()
+
+
+# The environment the run started with, which every chapter's kernel gets (pytest_runtest_setup below).
+_ENVIRON: dict[str, str] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """A chapter's kernel starts in the setup of its first cell and inherits ``os.environ``: give it the environment
+    ``make test`` started with, not what earlier tests left behind.  (A Dask ``LocalCluster`` sets
+    ``OMP_NUM_THREADS=1``, ``OPENBLAS_NUM_THREADS=1`` and friends in its parent process; single-threaded BLAS
+    changes a chapter's floating-point sums in the last bits, and the quick posterior sampling, NUTS being
+    chaotic, turns that into other draws and other sampled accuracies: issue 37.)"""
+    if isinstance(item.parent, JupytextNotebook) and dict(os.environ) != _ENVIRON:
+        os.environ.clear()
+        os.environ.update(_ENVIRON)
 
 
 def _is_notebook(path: Path) -> bool:

@@ -3,6 +3,7 @@
 import json
 import os
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -147,7 +148,10 @@ def test_local_cluster_of_two_workers_matches_the_serial_path(tmp_path):
     distributed = pytest.importorskip("distributed")
     stages = toy_stages(n=5000, shifts=(0.0, 0.5, 1.0, 1.5, 2.0, 2.5))
     pl.run_pipeline(stages, tmp_path / "serial", progress=False)
+    # Dask's nanny sets OMP_NUM_THREADS=1 and friends in this process's environment for its workers; restored
+    # afterwards (whatever a process starts later, e.g. a chapter's kernel, must not inherit them)
     with (
+        mock.patch.dict(os.environ),
         distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl,
         distributed.Client(cl) as client,
     ):
