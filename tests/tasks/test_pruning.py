@@ -353,3 +353,46 @@ def test_the_pruning_run_of_a_three_layer_network_end_to_end(tmp_path):
     back = experiments.load_run(tmp_path, "pruning")
     assert back.heads == (3, 3, 3) and pr.format_table(back) == table
     assert [c["id"] for c in back.claims] == [c["id"] for c in summary["claims"]]
+
+
+@pytest.mark.slow
+def test_a_written_theory_run_made_live_for_pruning(tmp_path):
+    """``--theory-from``: a written quick-scale theory run, reloaded (no features), is made live on its committed
+    network with the written grid: the same U, accuracies and panel as the live run it was written from; a grid
+    that is not of these features, other settings, or another network are refused by name."""
+    import dataclasses
+
+    from attention_paths.runs import experiments, results
+    from attention_paths.tasks import oneshot as osh
+    from attention_paths.tasks.omniglot import data as om
+
+    try:
+        om.omniglot_tree(download=False)
+        om.load_ood("MNIST", download=False)
+    except om.DatasetMissingError:
+        pytest.skip("no Omniglot / MNIST under $ATTENTION_PATHS_DATA (run .ci/run)")
+    live = osh.run_oneshot("quick", network="quick", sample=False)
+    summary, arrays = osh.oneshot_summary(live)
+    results.write(tmp_path / "theory", summary, arrays)
+    written = experiments.load_run(tmp_path / "theory", "omniglot-theory")
+    assert written.data is None
+    again = pr.live_theory(written, "quick", "quick")
+    np.testing.assert_array_equal(again.U, live.U)
+    assert again.network_accuracy == live.network_accuracy
+    np.testing.assert_allclose(again.panel.U, live.panel.U, rtol=0, atol=0)
+    np.testing.assert_allclose(again.panel.mean, live.panel.mean, rtol=0, atol=1e-12)
+    assert again.panel.check["max_abs_dU"] <= pr.experiment.LIVE_THEORY_TOLERANCE
+    # the pruning run on it records where its grid came from
+    res = pr.run_pruning("quick", theory=written, network="quick")
+    assert res.config["theory_grid_from"]["network_sha256"] == written.network_record["sha256"]
+    assert res.scores == pytest.approx(pr.run_pruning("quick", theory=live).scores, abs=1e-12)
+    # a grid whose U at the panel point is not the minimum for these features
+    bad = dataclasses.replace(written, U=written.U.copy())
+    i_t, i_n = live.panel.index
+    bad.U[i_t, i_n] += 1e-3 * np.eye(bad.U.shape[-1])
+    with pytest.raises(ValueError, match="not of these features"):
+        pr.live_theory(bad, "quick", "quick")
+    with pytest.raises(ValueError, match=r"P \(200 written, 600 now\)"):
+        pr.live_theory(written, "paper", "quick")
+    with pytest.raises(ValueError, match="SHA-256"):
+        pr.live_theory(dataclasses.replace(written, config={**written.config, "network": "paper"}), "quick", "paper")

@@ -18,7 +18,7 @@ so that ``--help`` and argument errors answer before torch, JAX or the tasks loa
 >>> sorted(EXPERIMENTS)
 ['hmc', 'omniglot-theory', 'posterior', 'pruning', 'theory']
 >>> [o.flag for o in EXPERIMENTS["pruning"].options]
-['--device', '--network', '--train-missing']
+['--device', '--network', '--train-missing', '--theory-from']
 >>> EXPERIMENTS["hmc"].takes("--retrain")
 False
 """
@@ -204,6 +204,26 @@ SAMPLER_LIST = Option(
     keyword="samplers",
     check="attention_paths.sampling.names:check_sampler_names",
 )
+
+
+def _written_theory_run(folder: str):
+    """``--theory-from``'s value: the omniglot-theory run in ``folder``, read and checked (``load_run``; loads
+    the tasks, so only when the option is given)."""
+    try:
+        return resolve("attention_paths.runs.experiments:load_run")(folder, "omniglot-theory", required=True)
+    except (FileNotFoundError, ValueError) as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+THEORY_FROM = Option(
+    "--theory-from",
+    "reuse the widths x temperatures grid of this written omniglot-theory run of the same network and scale "
+    "(e.g. data/omniglot-theory/paper-sizes-paper-network) instead of solving it again; the features are "
+    "extracted anew and checked against it",
+    type=_written_theory_run,
+    metavar="DIR",
+    keyword="theory",
+)
 SAVE_SAMPLES = Option(
     "--save-samples", "also write every posterior-sampling run whole (large files)", action="store_true"
 )
@@ -339,7 +359,7 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
         Experiment(
             "pruning",
             "head pruning of the trained Omniglot network by the theory's head scores",
-            options=(DEVICE, NETWORK, TRAIN_MISSING),
+            options=(DEVICE, NETWORK, TRAIN_MISSING, THEORY_FROM),
             run=f"{_PRUNING}:run_pruning",
             result=f"{_PRUNING}:PruningResult",
             summary=f"{_PRUNING}:pruning_summary",

@@ -30,6 +30,7 @@ from attention_paths.tasks.pruning.claims import (
 from attention_paths.tasks.pruning.experiment import (
     PRUNING_EXPERIMENT,
     PruningExperimentConfig,
+    live_theory,
     pruning_summary,
     read_pruning_run,
     run_pruning,
@@ -84,6 +85,7 @@ __all__ = [
     "reference_combinations",
     "PruningExperimentConfig",
     "PRUNING_EXPERIMENT",
+    "live_theory",
     "PrunedNetwork",
     "RankCorrelation",
     "PruningResult",

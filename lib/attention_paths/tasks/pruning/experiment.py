@@ -7,12 +7,14 @@ from __future__ import annotations
 import itertools
 from dataclasses import asdict, dataclass, replace
 
+import numpy as np
+
 from attention_paths.base.config import get_scale
 from attention_paths.base.serialise import from_folder, to_folder
 from attention_paths.tasks.omniglot.episodes import evaluation_sets
 from attention_paths.tasks.omniglot.recipe import config_for
 from attention_paths.tasks.omniglot.training import load_network
-from attention_paths.tasks.oneshot import OneShotResult, run_oneshot
+from attention_paths.tasks.oneshot import ONESHOT_EXPERIMENT, OneShotResult, run_oneshot
 from attention_paths.tasks.pruning.claims import pruning_claims
 from attention_paths.tasks.pruning.heads import all_heads, keeps_every_layer, reference_combinations
 from attention_paths.tasks.pruning.network import correct, drop_with_error, path_outputs, pruned_outputs
@@ -33,7 +35,14 @@ from attention_paths.tasks.pruning.scores import (
 )
 from attention_paths.theory.scores import head_scores
 
-__all__ = ["PruningExperimentConfig", "PRUNING_EXPERIMENT", "run_pruning", "pruning_summary", "read_pruning_run"]
+__all__ = [
+    "PruningExperimentConfig",
+    "PRUNING_EXPERIMENT",
+    "run_pruning",
+    "live_theory",
+    "pruning_summary",
+    "read_pruning_run",
+]
 
 
 @dataclass(frozen=True)
@@ -53,8 +62,10 @@ class PruningExperimentConfig:
 
 PRUNING_EXPERIMENT = {
     # the theory of the omniglot-theory run of the same scale (N = 10, tau = 0.5); evaluation on all of
-    # the network's fixed test episodes and on the complete OOD sets
-    "paper": PruningExperimentConfig(network="paper", test_episodes=4096, n_bootstrap=2000),
+    # the network's fixed test episodes and on the complete OOD sets.  Paper: 16,384 meta-test episodes
+    # (issue 36 section 4; 4,096 before, too few where a drop sits near a claim's threshold: the paired
+    # standard error of a drop is about 0.3 points at 16,384)
+    "paper": PruningExperimentConfig(network="paper", test_episodes=16384, n_bootstrap=2000),
     "quick": PruningExperimentConfig(network="quick", test_episodes=2048, n_bootstrap=1000),
 }
 
@@ -115,19 +126,21 @@ def run_pruning(
     """Scores, network-side and theory-side pruning, baselines and their statistics (spec §C).
 
     ``theory`` is a live :func:`attention_paths.tasks.oneshot.run_oneshot` result (computed here, without
-    sampling, when not given); its trained network is the one pruned (``net``: that network, when it is not the
-    scale's committed or cached one, e.g. a checkpoint of a ``reproduce`` stage; ``record``: its record, with
-    ``source`` and ``sha256``).
+    sampling, when not given), or a written one (``python -m attention_paths pruning --theory-from DIR``): its
+    grid is then reused and the rest made live again (:func:`live_theory`, checked against it); its trained network
+    is the one pruned (``net``: that network, when it is not the scale's committed or cached one, e.g. a checkpoint
+    of a ``reproduce`` stage; ``record``: its record, with ``source`` and ``sha256``).
     """
     scale = get_scale(scale)
     cfg = asdict(PRUNING_EXPERIMENT[scale])
     cfg["network"] = network or (theory.config["network"] if theory is not None else cfg["network"])
     if theory is None:
         theory = run_oneshot(scale, network=cfg["network"], sample=False, root=root, progress=progress)
-    if theory.data is None:
-        raise ValueError(
-            "theory-side pruning needs the path features: pass a live run_oneshot result, not a reloaded one"
-        )
+    elif theory.data is None:
+        if net is not None:
+            raise ValueError("a written theory run is made live on a committed network only: do not pass net")
+        cfg["theory_grid_from"] = _written_theory_record(theory)
+        theory = live_theory(theory, scale, cfg["network"], root=root, progress=progress)
     rec = record or {"source": "given by the caller", "sha256": None}
     if net is None:
         net, rec = load_network(cfg["network"], progress=progress)
@@ -176,6 +189,79 @@ def run_pruning(
         F=F,
         y=y,
     )
+
+
+# the largest difference allowed between a written grid's U at the panel point and a cold solve on the features
+# extracted again (the solver stops at |dS/dU| / N ~ 1e-10 or below: differences of 1e-8 and less)
+LIVE_THEORY_TOLERANCE = 1e-6
+
+
+def _written_theory_record(theory: OneShotResult) -> dict:
+    """What a pruning run records of the written theory run whose grid it reused."""
+    prov = theory.provenance or {}
+    return {
+        "network_sha256": (theory.network_record or {}).get("sha256"),
+        "git_commit": prov.get("git_commit"),
+        "git_dirty": prov.get("git_dirty"),
+        "grid_seconds": (theory.seconds or {}).get("grid"),
+    }
+
+
+def live_theory(
+    written: OneShotResult, scale: str, network: str, *, root=None, progress: bool = False
+) -> OneShotResult:
+    """A written omniglot-theory run (reloaded: no path features) made live for pruning without solving its grid
+    again: the path features are extracted anew from the committed ``network`` and
+    :func:`~attention_paths.tasks.oneshot.run_oneshot` runs on them with the written grid (its ``U`` and
+    accuracies), recomputing the GP lines, selection, panel and paired predictions.
+
+    Checked, each a ``ValueError`` naming the difference: the written run is of this ``network`` (its SHA-256)
+    and of the ``scale``'s settings (every field but sampling); the network's accuracies on the re-extracted
+    episodes are the written ones exactly (the same episodes); and a cold solve at the panel point (from the GP
+    point, with restarts) lands within :data:`LIVE_THEORY_TOLERANCE` of the written ``U`` there (the same
+    features and the same minimum).
+    """
+    want = {k: v for k, v in asdict(replace(ONESHOT_EXPERIMENT[scale], network=network)).items() if k != "sampling"}
+    have = {k: v for k, v in written.config.items() if k != "sampling"}
+    diff = sorted(k for k in set(want) | set(have) if _plain(want.get(k)) != _plain(have.get(k)))
+    if diff:
+        raise ValueError(
+            f"the written theory run's settings differ from the {scale} scale's for network {network!r} in "
+            + ", ".join(f"{k} ({have.get(k)!r} written, {want.get(k)!r} now)" for k in diff)
+        )
+    net, rec = load_network(network, progress=progress)
+    sha = (written.network_record or {}).get("sha256")
+    if sha != rec.get("sha256"):
+        raise ValueError(
+            f"the written theory run is of a network with SHA-256 {sha}, not {network!r} ({rec.get('sha256')})"
+        )
+    grid = {
+        "widths": np.asarray(written.widths),
+        "taus": np.asarray(written.taus),
+        "U": np.asarray(written.U),
+        "accuracy": {s: np.asarray(a) for s, a in written.grid_accuracy.items()},
+        "solver": {"grad_max": np.asarray([written.solver["max_grad"]]), "n_iter": written.solver["iterations"]},
+        "seconds": 0.0,
+    }
+    live = run_oneshot(scale, network=network, sample=False, root=root, progress=progress, grid=grid, record=rec)
+    before = written.network_accuracy
+    moved = {s: (before.get(s), a) for s, a in live.network_accuracy.items() if a != before.get(s)}
+    if moved:
+        raise ValueError(
+            f"the network's accuracies on the re-extracted episodes differ from the written run's: {moved}"
+        )
+    dU = live.panel.check["max_abs_dU"]
+    if not dU <= LIVE_THEORY_TOLERANCE:
+        raise ValueError(
+            f"a cold solve on the re-extracted features is {dU:.3g} from the written U at the panel point "
+            f"(allowed {LIVE_THEORY_TOLERANCE:g}): the written grid is not of these features"
+        )
+    return live
+
+
+def _plain(value):
+    """A config value compared as JSON would store it (tuples as lists)."""
+    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 def pruning_summary(res: PruningResult) -> tuple[dict, dict]:
