@@ -16,7 +16,8 @@ matrix-vector product (:func:`~.network.pruned_outputs`), identical to running t
 
 Its modules: :mod:`.result` (the result type, heads and sets), :mod:`.network` (per-path outputs and
 pruned networks), :mod:`.scores` (rankings and their statistics), :mod:`.experiment` (sizes, run, summary,
-reader), :mod:`.claims` and :mod:`.tables`.
+reader), :mod:`.claims`, :mod:`.tables` and :mod:`.cumulative` (heads removed one after another in a fixed order:
+the curves of the theory-score, value-norm, reference and random orders, from a result's stored outputs).
 """
 
 from attention_paths.tasks.pruning.claims import (
@@ -26,6 +27,12 @@ from attention_paths.tasks.pruning.claims import (
     claims_of,
     pruning_claims,
     theory_side_spearman,
+)
+from attention_paths.tasks.pruning.cumulative import (
+    CumulativePruning,
+    PruningCurve,
+    cumulative_claims,
+    cumulative_pruning,
 )
 from attention_paths.tasks.pruning.experiment import (
     PRUNING_EXPERIMENT,
@@ -85,6 +92,10 @@ __all__ = [
     "reference_combinations",
     "PruningExperimentConfig",
     "PRUNING_EXPERIMENT",
+    "CumulativePruning",
+    "PruningCurve",
+    "cumulative_claims",
+    "cumulative_pruning",
     "live_theory",
     "PrunedNetwork",
     "RankCorrelation",
