@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Stored", "to_folder", "from_folder", "FolderError"]
+__all__ = ["Stored", "to_folder", "from_folder", "read_checked", "FolderError"]
 
 _NOTHING = object()  # a value stored wholly in arrays.npz: no summary entry
 
@@ -198,6 +198,14 @@ def from_folder(cls, summary: dict, arrays: dict, folder=None):
     unused = sorted(set(arrays) - ctx.used)
     if unused:
         raise FolderError(f"{_where(folder)}arrays.npz holds arrays no field of {cls.__name__} declares: {unused}")
+    return result
+
+
+def read_checked(cls, summary: dict, arrays: dict, folder=None):
+    """:func:`from_folder`, then the result type's invariants: ``result.check(folder)`` (a ``ValueError`` naming
+    ``folder``, the field and the problem), the reader of every experiment whose type declares ``check``."""
+    result = from_folder(cls, summary, arrays, folder)
+    result.check(folder)
     return result
 
 

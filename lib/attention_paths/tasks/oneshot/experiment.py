@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from attention_paths.base.config import get_scale
-from attention_paths.base.serialise import from_folder, to_folder
+from attention_paths.base.serialise import read_checked, to_folder
 from attention_paths.tasks.omniglot.training import load_network
 from attention_paths.tasks.oneshot.claims import oneshot_claims
 from attention_paths.tasks.oneshot.data import EVAL_SETS, OneShotData, _eval_stack, extract
@@ -238,8 +238,6 @@ def oneshot_summary(res: OneShotResult) -> tuple[dict, dict]:
 
 def read_oneshot_run(folder, summary: dict, arrays: dict) -> OneShotResult:
     """The :class:`OneShotResult` of a results folder written by :func:`oneshot_summary` (read by
-    ``runs.experiments.load_run``; :func:`attention_paths.base.serialise.from_folder`), checked against the
+    ``runs.experiments.load_run``; :func:`attention_paths.base.serialise.read_checked`), checked against the
     type's invariants (:meth:`~.result.OneShotResult.check`)."""
-    res = from_folder(OneShotResult, summary, arrays, folder)
-    res.check(folder)  # the type's invariants (issue 37 §2)
-    return res
+    return read_checked(OneShotResult, summary, arrays, folder)  # with the type's invariants (issue 37 §2)

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from attention_paths.base.config import get_scale
-from attention_paths.base.serialise import from_folder, to_folder
+from attention_paths.base.serialise import read_checked, to_folder
 from attention_paths.tasks.omniglot.episodes import evaluation_sets
 from attention_paths.tasks.omniglot.recipe import config_for
 from attention_paths.tasks.omniglot.training import load_network
@@ -279,8 +279,6 @@ def pruning_summary(res: PruningResult) -> tuple[dict, dict]:
 
 def read_pruning_run(folder, summary: dict, arrays: dict) -> PruningResult:
     """The :class:`~.result.PruningResult` of a results folder written by :func:`pruning_summary` (read by
-    ``runs.experiments.load_run``; :func:`attention_paths.base.serialise.from_folder`), checked against the
+    ``runs.experiments.load_run``; :func:`attention_paths.base.serialise.read_checked`), checked against the
     type's invariants (:meth:`~.result.PruningResult.check`)."""
-    res = from_folder(PruningResult, summary, arrays, folder)
-    res.check(folder)  # the type's invariants (issue 37 §2)
-    return res
+    return read_checked(PruningResult, summary, arrays, folder)  # with the type's invariants (issue 37 §2)

@@ -12,7 +12,7 @@ import numpy as np
 from attention_paths import sampling
 from attention_paths.base import validate
 from attention_paths.base.config import get_scale
-from attention_paths.base.serialise import Stored, from_folder, to_folder
+from attention_paths.base.serialise import Stored, read_checked, to_folder
 from attention_paths.sampling.names import parse_sampler_names
 from attention_paths.tasks.toy.problem import ToyProblem, make_toy_problem
 from attention_paths.theory.action import Action
@@ -233,6 +233,4 @@ def posterior_summary(res: PosteriorCheckResult) -> tuple[dict, dict]:
 def read_posterior_run(folder, summary: dict, arrays: dict) -> PosteriorCheckResult:
     """The :class:`PosteriorCheckResult` of a results folder written by :func:`posterior_summary` (read by
     ``runs.experiments.load_run``), its invariants checked (:meth:`PosteriorCheckResult.check`)."""
-    res = from_folder(PosteriorCheckResult, summary, arrays, folder)
-    res.check(folder)
-    return res
+    return read_checked(PosteriorCheckResult, summary, arrays, folder)  # with the type's invariants (issue 37 §2)

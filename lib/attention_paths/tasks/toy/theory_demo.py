@@ -11,7 +11,7 @@ import numpy as np
 
 from attention_paths.base import validate
 from attention_paths.base.config import get_scale
-from attention_paths.base.serialise import Stored, from_folder, to_folder
+from attention_paths.base.serialise import Stored, read_checked, to_folder
 from attention_paths.tasks.toy.problem import ToyProblem, make_toy_problem
 from attention_paths.theory.action import Action
 from attention_paths.theory.architecture import Architecture
@@ -161,6 +161,4 @@ def theory_summary(res: TheoryDemoResult) -> tuple[dict, dict]:
 def read_theory_run(folder, summary: dict, arrays: dict) -> TheoryDemoResult:
     """The :class:`TheoryDemoResult` of a results folder written by :func:`theory_summary` (read by
     ``runs.experiments.load_run``), its invariants checked (:meth:`TheoryDemoResult.check`)."""
-    res = from_folder(TheoryDemoResult, summary, arrays, folder)
-    res.check(folder)
-    return res
+    return read_checked(TheoryDemoResult, summary, arrays, folder)  # with the type's invariants (issue 37 §2)
