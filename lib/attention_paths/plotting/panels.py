@@ -24,6 +24,8 @@ __all__ = [
     "pruning_theory_side",
     "training_curves",
     "score_drop_scatter",
+    "heatmap_U_by_head",
+    "cumulative_pruning_panel",
 ]
 
 
@@ -333,4 +335,74 @@ def score_drop_scatter(ax, rows: list, reference: dict | None = None):
     ax.set_xlabel("normalised head score (theory, $N=10$, $\\tau=0.5$)")
     ax.set_ylabel("accuracy drop, head removed alone (points)")
     ax.legend(frameon=False, fontsize=8, loc="upper left")
+    return ax
+
+
+def heatmap_U_by_head(ax, U, heads, vmax: float | None = None, cmap: str = DIVERGING):
+    """An order parameter of many paths ([Pi, Pi], ``heads`` per layer, paths flattened first layer slowest) with
+    its paths grouped by head: blocks of the first layer's heads divided by solid lines and labelled "(1)h" at
+    their centres, the second layer's heads within them by thin lines (3 layers); diverging colours centred at
+    zero.  Readable at 64 x 64, where one label per path is not."""
+    U = np.asarray(U)
+    heads = tuple(int(h) for h in heads)
+    n = int(np.prod(heads))
+    if U.shape != (n, n):
+        raise ValueError(f"U of shape {U.shape} is not that of {n} paths (heads per layer {heads})")
+    vmax = float(np.abs(U).max()) if vmax is None else vmax
+    im = ax.imshow(U, cmap=cmap, vmin=-vmax, vmax=vmax, interpolation="nearest")
+    block = n // heads[0]
+    for k in range(1, heads[0]):
+        for line in (ax.axhline, ax.axvline):
+            line(k * block - 0.5, color="0.15", lw=0.8)
+    if len(heads) > 2:
+        sub = block // heads[1]
+        for k in range(1, n // sub):
+            if k % heads[1]:
+                for line in (ax.axhline, ax.axvline):
+                    line(k * sub - 0.5, color="0.35", lw=0.5, ls=(0, (2, 2)))
+    centres = [k * block + (block - 1) / 2 for k in range(heads[0])]
+    labels = [f"(1){k + 1}" for k in range(heads[0])]
+    ax.set_xticks(centres, labels, rotation=90 if heads[0] > 4 else 0)
+    ax.set_yticks(centres, labels)
+    ax.tick_params(length=0)
+    return im
+
+
+def cumulative_pruning_panel(ax, cp, on: str = "test", band=(10.0, 90.0)):
+    """Cumulative pruning (a :class:`attention_paths.tasks.pruning.CumulativePruning`): accuracy drop on set
+    ``on`` against the number of heads removed, for the theory-score order (with paired standard errors), the
+    value-norm and reference orders, and the random orders' median and ``band`` percentiles."""
+    k = np.arange(cp.K + 1)
+    lo, med, hi = cp.random.band(on, (band[0], 50.0, band[1]))
+    grey = "0.55"
+    n = len(cp.random.orders)
+    ax.fill_between(k, lo, hi, color=grey, alpha=0.25, lw=0, label=f"{n} random orders ({band[0]:g}-{band[1]:g}%)")
+    ax.plot(k, med, color=grey, lw=1.2, label="random orders, median")
+    # the theory's blue; the baseline and the reference in colours no role of the book uses
+    styles = {
+        "theory score": (ROLES["theory"], "o", "-"),
+        "value norm": ("C5", "s", "--"),
+        "reference (literal)": ("C3", "D", ":"),
+    }
+    for label, c in cp.curves.items():
+        color, marker, ls = styles.get(label, ("C6", "^", "-."))
+        if label == "theory score":
+            ax.errorbar(
+                k,
+                c.drop[on],
+                yerr=c.drop_se[on],
+                color=color,
+                marker=marker,
+                ms=4,
+                ls=ls,
+                capsize=2,
+                lw=1.2,
+                label=label,
+            )
+        else:
+            ax.plot(k, c.drop[on], color=color, marker=marker, ms=3.5, ls=ls, lw=1.0, label=label)
+    ax.axhline(0, color="0.4", lw=0.6)
+    ax.set_xlabel("heads removed")
+    ax.set_ylabel("accuracy drop (points)")
+    ax.set_xticks(k)
     return ax

@@ -40,6 +40,7 @@ __all__ = [
     "load_member",
     "BF16_CONTROL",
     "training_status",
+    "network_status",
     "save_resume_state",
     "format_status",
 ]
@@ -178,23 +179,27 @@ def save_resume_state(run_dir, name: str, data_dir=None, *, precision: str | Non
 
 def training_status(seeds=ENSEMBLE_SEEDS, data_dir=None) -> list[dict]:
     """One entry per seed: ``{"seed", "name", "state"}`` with state ``committed``, ``training`` (a committed
-    resumable state: ``steps_done``, ``steps``) or ``not started``."""
-    out = []
-    for seed in seeds:
-        name = member_name(seed)
-        folder = member_folders(name, data_dir)["network"]
-        entry = {"seed": int(seed), "name": name, "state": "not started"}
-        if (folder / "model.pt").exists():
-            committed_checkpoint(name, data_dir)  # the folder checked against its seal and record
-            f = member_folders(name, data_dir)
-            analysed = all((f[k] / results.SUMMARY).exists() for k in ("theory", "pruning"))
-            entry["state"] = "committed" if analysed else "trained"
-        else:  # the checkpoint's own step, the pair checked against its seal (a half pair is refused)
-            state = read_resume_state(name, data_dir)
-            if state is not None:
-                entry |= {"state": "training", "steps_done": state["steps_done"], "steps": state["steps"]}
-        out.append(entry)
-    return out
+    resumable state: ``steps_done``, ``steps``) or ``not started`` (:func:`network_status`)."""
+    return [{"seed": int(seed), **network_status(member_name(seed), data_dir)} for seed in seeds]
+
+
+def network_status(name: str, data_dir=None) -> dict:
+    """How far the committed network ``name`` has come: ``{"name", "state"}`` with state ``committed`` (with
+    its theory and pruning runs), ``trained`` (without them), ``training`` (a committed resumable state:
+    ``steps_done``, ``steps``, ``last_evaluation``) or ``not started``; the folder is checked against its seal."""
+    folder = member_folders(name, data_dir)["network"]
+    entry = {"name": name, "state": "not started"}
+    if (folder / "model.pt").exists():
+        committed_checkpoint(name, data_dir)  # the folder checked against its seal and record
+        f = member_folders(name, data_dir)
+        analysed = all((f[k] / results.SUMMARY).exists() for k in ("theory", "pruning"))
+        entry["state"] = "committed" if analysed else "trained"
+    else:  # the checkpoint's own step, the pair checked against its seal (a half pair is refused)
+        state = read_resume_state(name, data_dir)
+        if state is not None:
+            entry |= {"state": "training", "steps_done": state["steps_done"], "steps": state["steps"]}
+            entry["last_evaluation"] = state["progress"].get("last_evaluation")
+    return entry
 
 
 def format_status(status: list[dict]) -> str:
@@ -209,5 +214,5 @@ def format_status(status: list[dict]) -> str:
             what += f": {steps:,} steps, with theory and pruning"
         elif what == "trained":
             what += f": {steps:,} steps, theory and pruning to come"
-        lines.append(f"seed {e['seed']:>2} ({e['name']}): {what}")
+        lines.append(f"seed {e['seed']:>2} ({e['name']}): {what}" if "seed" in e else f"{e['name']}: {what}")
     return "\n".join(lines)
