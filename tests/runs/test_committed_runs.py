@@ -120,7 +120,7 @@ def test_damaged_committed_runs_are_refused(tmp_path, pruning_run):
     with pytest.raises(ValueError, match="summary.json does not match the SHA-256"):
         experiments.load_run(tmp_path / "run", "pruning")
     results.write_files_record(tmp_path / "run")
-    with pytest.raises(ValueError, match=r"field 'F\[test\]' has shape \(4096, 16\), expected \(4097, 16\)"):
+    with pytest.raises(ValueError, match=r"field 'F\[test\]' has shape \(16384, 16\), expected \(16385, 16\)"):
         experiments.load_run(tmp_path / "run", "pruning")
     (tmp_path / "run" / "record.json").unlink()
     with pytest.raises(ValueError, match="has no record.json"):
