@@ -41,6 +41,7 @@ __all__ = [
     "BF16_CONTROL",
     "training_status",
     "network_status",
+    "training_record",
     "save_resume_state",
     "format_status",
 ]
@@ -200,6 +201,27 @@ def network_status(name: str, data_dir=None) -> dict:
             entry |= {"state": "training", "steps_done": state["steps_done"], "steps": state["steps"]}
             entry["last_evaluation"] = state["progress"].get("last_evaluation")
     return entry
+
+
+def training_record(name: str, data_dir=None) -> dict | None:
+    """The training record of the committed network ``name`` as far as it has come: its ``record.json`` when
+    finished, else ``{"history", "steps_done", "steps", "precision", "unfinished": True}`` read from its committed
+    resumable state (the checkpoint's own evaluation history; the folder checked against its seal), ``None``
+    when neither is committed."""
+    folder = member_folders(name, data_dir)["network"]
+    if (folder / "model.pt").exists():
+        return committed_checkpoint(name, data_dir)[1]
+    state = read_resume_state(name, data_dir)
+    if state is None:
+        return None
+    _, ck = load_trained(state["path"])  # verifies the digest
+    return {
+        "history": ck["history"],
+        "steps_done": state["steps_done"],
+        "steps": state["steps"],
+        "precision": state["precision"],
+        "unfinished": True,
+    }
 
 
 def format_status(status: list[dict]) -> str:

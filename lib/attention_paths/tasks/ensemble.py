@@ -245,16 +245,25 @@ def _pm(v, se, digits=1) -> str:
     return f"{v:.{digits}f}±{se:.{digits}f}"
 
 
-def format_rows(rows: list[NetworkRow], part: str = "theory") -> str:
+def format_rows(rows: list[NetworkRow], part: str = "theory", label: str = "seed") -> str:
     """The per-network table as text within 80 columns.  ``part="theory"``: accuracies (precise sets) and
     theory - GP (paired, smallest width, validation-selected temperatures); ``"pruning"``: Spearman(score,
-    drop) with its bootstrap interval, the lowest-scoring head and its drops, the two lowest pruned together."""
+    drop) with its bootstrap interval, the lowest-scoring head and its drops, the two lowest pruned together.
+    ``label``: each row's first column, the network's training ``"seed"`` or its ``"name"`` (other
+    architectures of one seed)."""
+    if label not in ("seed", "name"):
+        raise ValueError(f"label must be 'seed' or 'name', got {label!r}")
+    w = 4 if label == "seed" else max([len(r.name) for r in rows] + [4])
+
+    def first(r):
+        return f"{getattr(r, label):>{w}}"
+
     if part == "theory":
-        lines = [f"{'seed':>4} {'prec.':<8}{'acc ID':>10}{'MNIST':>10}{'FMNIST':>10} theory-GP  ID / MNIST / FMNIST"]
+        lines = [f"{label:>{w}} {'prec.':<8}{'acc ID':>10}{'MNIST':>10}{'FMNIST':>10} theory-GP  ID / MNIST / FMNIST"]
         for r in rows:
             a, g = r.accuracy, r.theory_minus_gp
             lines.append(
-                f"{r.seed:>4} {r.precision:<8}"
+                f"{first(r)} {r.precision:<8}"
                 + "".join(f"{_pm(a[s][0], a[s][1]):>10}" for s in EVAL_SETS)
                 + " "
                 + " / ".join(f"{g[s][0]:+.1f}±{g[s][1]:.1f}" for s in EVAL_SETS)
@@ -262,12 +271,12 @@ def format_rows(rows: list[NetworkRow], part: str = "theory") -> str:
         return "\n".join(lines)
     if part != "pruning":
         raise ValueError(f"part must be 'theory' or 'pruning', got {part!r}")
-    lines = [f"{'seed':>4} {'Spearman [95%]':<19}{'lowest':<7}{'drop ID':>9}{'FMNIST':>7}  two lowest: ID / FMNIST"]
+    lines = [f"{label:>{w}} {'Spearman [95%]':<19}{'lowest':<7}{'drop ID':>9}{'FMNIST':>7}  two lowest: ID / FMNIST"]
     for r in rows:
         rho, ci = r.spearman
         lo, two = r.lowest, r.two_lowest
         lines.append(
-            f"{r.seed:>4} {rho:+.2f} [{ci[0]:+.2f},{ci[1]:+.2f}]  {lo['head']:<7}"
+            f"{first(r)} {rho:+.2f} [{ci[0]:+.2f},{ci[1]:+.2f}]  {lo['head']:<7}"
             f"{lo['test'][0]:>+9.1f}{lo['FashionMNIST'][0]:>+7.1f}  {','.join(two['heads'])}: "
             f"{two['test'][0]:+.1f}±{two['test'][1]:.1f} / {two['FashionMNIST'][0]:+.1f}"
         )
