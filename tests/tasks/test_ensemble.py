@@ -152,6 +152,14 @@ def test_a_resumable_state_is_committed_and_reported(tmp_path, monkeypatch):
         and checkpoints.resume_state("paper-seed4", data_dir=data) is None
     )
     assert ensemble_runs.load_members(data_dir=data) == []  # not a member until committed whole
+    # any network by name: its state, and its evaluation history read from the resumable state
+    st = ensemble_runs.network_status("paper-seed3", data_dir=data)
+    assert (st["state"], st["steps_done"], st["last_evaluation"]) == ("training", 1000, history[0])
+    assert ensemble_runs.network_status("paper-2x8", data_dir=data) == {"name": "paper-2x8", "state": "not started"}
+    rec = ensemble_runs.training_record("paper-seed3", data_dir=data)
+    assert rec["history"] == history and rec["unfinished"] and (rec["steps_done"], rec["steps"]) == (1000, 41_240)
+    assert ensemble_runs.training_record("paper-2x8", data_dir=data) is None
+    assert ensemble_runs.format_status([st]) == "paper-seed3: training: 1,000 of 41,240 steps (resumable)"
     with pytest.raises(ValueError, match="not a run of network paper-seed2"):
         ensemble_runs.save_resume_state(run, "paper-seed2", data_dir=data)
 
