@@ -82,6 +82,19 @@ def test_the_same_result_read_back():
     assert to_folder(back)[0] == to_folder(res)[0]  # and written back the same
 
 
+def test_summary_order_orders_the_top_level_keys_and_not_the_arrays():
+    @dataclass(kw_only=True)
+    class Ordered(Result):
+        SUMMARY_ORDER = ("notes", "N", "scale")  # "N": the stored key of widths
+
+    res = _result()
+    plain, plain_arrays = to_folder(res)
+    summary, arrays = to_folder(Ordered(**{f: getattr(res, f) for f in res.__dataclass_fields__}))
+    assert list(summary)[:4] == ["experiment", "notes", "N", "scale"]
+    assert list(summary)[4:] == [k for k in plain if k not in ("experiment", "notes", "N", "scale")]
+    assert summary == plain and list(arrays) == list(plain_arrays)  # the same content, arrays in field order
+
+
 def test_a_folder_that_does_not_hold_its_fields_is_refused():
     summary, arrays = to_folder(_result())
     with pytest.raises(FolderError, match=r"run/summary.json: field 'scale' is missing"):

@@ -16,6 +16,17 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 NETWORK_SHA = json.loads((DATA / "omniglot-paper" / "record.json").read_text())["exported"]["sha256"]
 
 
+def _written_back_bytes(tmp_path, folder, summary, arrays) -> None:
+    """The reloaded run written again by results.write is the committed folder byte for byte: summary.json
+    (the format line aside where an older folder has none) and arrays.npz."""
+    results.write(tmp_path, summary, arrays)
+    new, old = ((f / results.SUMMARY).read_text() for f in (tmp_path, folder))
+    if '"format"' not in old.split("\n", 2)[1]:  # written before the results format existed
+        new = "\n".join(line for line in new.split("\n") if line != f'  "format": {results.FORMAT},')
+    assert new == old
+    assert (tmp_path / results.ARRAYS).read_bytes() == (folder / results.ARRAYS).read_bytes()
+
+
 @pytest.fixture(scope="module")
 def theory_run():
     return experiments.load_run(DATA / "omniglot-theory" / "paper-sizes-paper-network", "omniglot-theory")
@@ -55,7 +66,7 @@ def test_theory_run_paired_predictions_reproduce_its_selected_accuracies(theory_
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (DATA / "omniglot-theory").iterdir()))
-def test_every_committed_theory_run_writes_back_the_summary_it_was_read_from(name):
+def test_every_committed_theory_run_writes_back_the_summary_it_was_read_from(name, tmp_path):
     """Live and reloaded results are one type: serialising a reloaded run (issue 35 §2) gives its committed
     summary key for key and value for value (claims recomputed from the reloaded numbers equal the stored ones;
     the quick network's, older, lacks the edge scan and paired predictions and gets none), and its arrays."""
@@ -68,6 +79,7 @@ def test_every_committed_theory_run_writes_back_the_summary_it_was_read_from(nam
     assert sorted(arrays) == sorted(stored_arrays.files)
     for k in arrays:
         np.testing.assert_array_equal(arrays[k], stored_arrays[k])
+    _written_back_bytes(tmp_path, folder, summary, arrays)  # and its files, byte for byte (SUMMARY_ORDER)
 
 
 def test_pruning_run_recomputes_from_its_path_outputs(pruning_run):
@@ -87,7 +99,7 @@ def test_pruning_run_recomputes_from_its_path_outputs(pruning_run):
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (DATA / "pruning").iterdir()))
-def test_every_committed_pruning_run_writes_back_the_summary_it_was_read_from(name):
+def test_every_committed_pruning_run_writes_back_the_summary_it_was_read_from(name, tmp_path):
     """Live and reloaded results are one type: serialising the reloaded run (issue 35 §2) gives the committed
     summary, key for key and value for value (its wall time and provenance included; claims recomputed from
     the reloaded numbers equal the stored ones), and the committed arrays."""
@@ -101,6 +113,7 @@ def test_every_committed_pruning_run_writes_back_the_summary_it_was_read_from(na
     assert list(arrays) == stored_arrays.files  # the same arrays, in the same order
     for k in arrays:
         np.testing.assert_array_equal(arrays[k], stored_arrays[k])
+    _written_back_bytes(tmp_path, folder, summary, arrays)
 
 
 def test_damaged_committed_runs_are_refused(tmp_path, pruning_run):

@@ -14,6 +14,9 @@ A type whose stored layout is not the default one declares it, field by field, i
 attribute, an integer) next as ``summary["layout"]``: the version of the type's own stored layout, beside the
 results format of :mod:`attention_paths.runs.results`, raised when a type's layout changes (a folder of another
 layout is refused by :func:`from_folder`; the type's reader may read an older one itself).
+``SUMMARY_ORDER`` (a class attribute, a tuple of summary keys) orders the top-level keys of the summary where the
+order a type has always written differs from its fields' order (which orders the arrays), so that a reloaded
+result writes its files back byte for byte; keys it does not name follow in field order.
 
 >>> from dataclasses import dataclass
 >>> import numpy as np
@@ -95,6 +98,9 @@ def to_folder(result) -> tuple[dict, dict]:
     them (``summary.json``, ``arrays.npz``)."""
     arrays: dict[str, np.ndarray] = {}
     summary = _encode(result, (), arrays, json=False)
+    order = getattr(type(result), "SUMMARY_ORDER", ())
+    if order:  # the stored key order, when the fields' order (the arrays' order) differs from it
+        summary = {**{k: summary[k] for k in order if k in summary}, **summary}
     layout = getattr(type(result), "LAYOUT", None)
     if layout is not None:
         summary = {"layout": layout, **summary}

@@ -177,6 +177,12 @@ class OneShotResult:
 
     # how the serialiser (attention_paths.base.serialise) stores it where not by default
     EXPERIMENT = "omniglot-theory"
+    # summary.json's key order as written since the first paper-size runs (the arrays follow the fields' order)
+    SUMMARY_ORDER = (
+        "scale", "config", "data", "network_record", "network_accuracy", "widths", "taus", "gp_taus",
+        "grid_accuracy", "gp_accuracy", "gp_grid_accuracy", "solver", "select", "panel", "seconds", "claims",
+        "sampled", "edge", "paired",
+    )  # fmt: skip
     STORED = {
         "data_info": Stored(key="data"),
         **{k: Stored(to="json") for k in ("widths", "taus", "gp_taus", "grid_accuracy", "gp_accuracy")},
