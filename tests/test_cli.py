@@ -372,9 +372,9 @@ def test_two_processes_on_one_output_folder(tmp_path):
 
 @pytest.mark.parametrize("command", ["omniglot-theory", "pruning"])
 def test_a_network_that_is_not_committed_is_trained_only_when_asked(tmp_path, capsys, monkeypatch, command):
-    """Issue 37 §5: ``--network`` of a registered network that is not committed (paper-2x8 holds only its
-    resumable state) is an error naming the network and the command that trains it, unless --train-missing;
-    an unregistered one (paper-seed7) is an argument error."""
+    """Issue 37 §5: ``--network`` of a registered network that is not committed (paper-2x8, in a checkout whose
+    data/ holds another network only) is an error naming the network and the command that trains it, unless
+    --train-missing; an unregistered one (paper-seed7) is an argument error."""
     from attention_paths.tasks.omniglot import training
     from attention_paths.tasks.oneshot import experiment as oneshot_experiment
     from attention_paths.tasks.pruning import experiment as pruning_experiment
@@ -383,6 +383,7 @@ def test_a_network_that_is_not_committed_is_trained_only_when_asked(tmp_path, ca
         raise AssertionError("the network would be trained here")
 
     monkeypatch.setattr(training, "train", no_training)
+    monkeypatch.setenv("ATTENTION_PATHS_REPO", str(_checkout_with(tmp_path, "paper-seed1")))
     for module in (oneshot_experiment, pruning_experiment):
         monkeypatch.setattr(module, "load_network", no_training)
     out = tmp_path / "o"

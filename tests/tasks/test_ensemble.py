@@ -233,7 +233,7 @@ def _copy_member(name: str, data: Path, as_name: str | None = None) -> None:
         shutil.copytree(src[k], dst[k])
 
 
-def test_the_ensemble_readers_refuse_what_they_were_not_asked():
+def test_the_ensemble_readers_refuse_what_they_were_not_asked(tmp_path):
     """Issue 37 §4: a name and a seed that disagree, a duplicate seed or name, an unknown name and a registered
     but uncommitted one are errors naming them."""
     with pytest.raises(ValueError, match="network 'paper-seed1' was trained with seed 1, not 42"):
@@ -247,7 +247,7 @@ def test_the_ensemble_readers_refuse_what_they_were_not_asked():
     with pytest.raises(ValueError, match="'paper-bf16' is asked for more than once"):
         ensemble_runs.load_records_of(["paper-bf16", "paper-bf16"])
     with pytest.raises(FileNotFoundError, match=r"network 'paper-2x8' is not committed: .*omniglot-paper-2x8 holds no"):
-        ensemble_runs.load_records_of(["paper-2x8"])
+        ensemble_runs.load_records_of(["paper-2x8"], data_dir=tmp_path)
     assert ensemble_runs.load_member("paper-seed1", 1).seed == 1
 
 

@@ -31,6 +31,32 @@ def _same_size_edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
+def _legacy_last_pt(run: Path, name: str = "paper-2x8", step: int = 4000) -> Path:
+    """A ``last.pt`` of network ``name`` in the format the trainings of before issue 37 wrote (no precision),
+    as the committed resume states of paper-2x8 and paper-3x3 were until those networks were committed whole."""
+    import dataclasses
+
+    from attention_paths.tasks.omniglot.model import InContextTransformer
+
+    cfg = recipe.network_config(name)
+    net = InContextTransformer(cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_qk, cfg.seed)
+    opt = torch.optim.Adam(net.parameters())
+    history = [{"step": step, "train_loss": 0.5, "seconds": 60.0, "val": {"accuracy": 79.0, "n": 12800}}]
+    run.mkdir(parents=True, exist_ok=True)
+    state = {"config": dataclasses.asdict(cfg), "model": net.state_dict(), "optimizer": opt.state_dict(),
+             "rng_state": {}, "step": step, "history": history, "best": history[0], "seconds": 60.0}  # fmt: skip
+    checkpoints._atomic_torch_save(state, run / "last.pt")
+    return run / "last.pt"
+
+
+@pytest.fixture
+def legacy_pair(tmp_path) -> Path:
+    """A data folder holding a resume pair of paper-2x8 at step 4,000, committed from a legacy last.pt."""
+    data = tmp_path / "legacy"
+    ensemble_runs.save_resume_state(_legacy_last_pt(tmp_path / "legacy-run").parent, "paper-2x8", data_dir=data)
+    return data
+
+
 def test_the_committed_network_folders_are_sealed_and_read_back():
     """Every committed network folder has a seal whose digests match its files, recorded with its reason."""
     folders = sorted(p for p in DATA.glob("omniglot-*") if p.name != "omniglot-theory")
@@ -39,7 +65,7 @@ def test_the_committed_network_folders_are_sealed_and_read_back():
         seal = checkpoints.verify_network_folder(folder)
         sealed = sorted(seal["files_sha256"])
         assert sealed in (["model.pt", "record.json"], ["resume.json", "resume.pt"]), folder
-        assert ("migration" in seal["reason"] or "recommitted" in seal["reason"]) and seal["format"] == 1
+        assert ("migration" in seal["reason"] or "committed" in seal["reason"]) and seal["format"] == 1
         for f, sha in seal["files_sha256"].items():
             assert checkpoints.checkpoint_sha256(folder / f) == sha
 
@@ -114,23 +140,23 @@ def test_a_damaged_record_names_the_file_even_when_resealed(tmp_path):
         checkpoints.committed_checkpoint("paper-seed2", tmp_path)
 
 
-def test_the_committed_resume_pairs_read_the_checkpoints_own_step():
-    """paper-2x8 and paper-3x3 (interrupted trainings, written by the code of before this issue): the pair is
-    sealed, the step comes from resume.pt, the precision is the legacy float32."""
-    for name in ("paper-2x8", "paper-3x3"):  # the steps grow as the trainings are resumed and recommitted
-        step = torch.load(DATA / f"omniglot-{name}" / "resume.pt", map_location="cpu", weights_only=False)["step"]
-        assert 0 < step < 41_240 and step % 1000 == 0
-        state = checkpoints.read_resume_state(name)
-        assert (state["steps_done"], state["steps"], state["precision"]) == (step, 41_240, "float32")
-        assert state["progress"]["steps_done"] == step and state["path"] == DATA / f"omniglot-{name}" / "resume.pt"
-        assert checkpoints.resume_state(name) == state["path"]
-    assert checkpoints.read_resume_state("paper") is None
+def test_a_legacy_resume_pair_reads_the_checkpoints_own_step(legacy_pair):
+    """A resume pair committed from a last.pt of the format of before issue 37 (as paper-2x8's and paper-3x3's
+    were while they trained): sealed, the step from resume.pt, the precision the legacy float32; a committed
+    network has none."""
+    state = checkpoints.read_resume_state("paper-2x8", legacy_pair)
+    assert (state["steps_done"], state["steps"], state["precision"]) == (4000, 41_240, "float32")
+    assert state["progress"]["steps_done"] == 4000 and state["path"] == legacy_pair / "omniglot-paper-2x8" / "resume.pt"
+    assert checkpoints.resume_state("paper-2x8", legacy_pair) == state["path"]
+    for name in ("paper", "paper-2x8"):  # committed whole: no resumable state left
+        assert checkpoints.read_resume_state(name) is None
 
 
-def test_a_half_or_disagreeing_resume_pair_is_refused_by_name(tmp_path):
+def test_a_half_or_disagreeing_resume_pair_is_refused_by_name(tmp_path, legacy_pair):
     """resume.json without resume.pt (or the other way round) is refused, not read as 'training' or 'not
     started'; a resume.json whose steps disagree with resume.pt, rewritten with its seal, is refused too."""
-    folder = _copy("paper-2x8", tmp_path)
+    folder = tmp_path / "omniglot-paper-2x8"
+    shutil.copytree(legacy_pair / "omniglot-paper-2x8", folder)
     pt = (folder / "resume.pt").read_bytes()
     (folder / "resume.pt").unlink()
     with pytest.raises(ValueError, match=r"resume.json has no resume.pt beside it"):
@@ -139,8 +165,8 @@ def test_a_half_or_disagreeing_resume_pair_is_refused_by_name(tmp_path):
     (folder / "resume.json").unlink()
     with pytest.raises(ValueError, match=r"resume.pt has no resume.json beside it"):
         checkpoints.resume_state("paper-2x8", tmp_path)
-    shutil.copyfile(DATA / "omniglot-paper-2x8" / "resume.json", folder / "resume.json")
-    step = checkpoints.read_resume_state("paper-2x8", tmp_path)["steps_done"]  # the committed step (4,000 now)
+    shutil.copyfile(legacy_pair / "omniglot-paper-2x8" / "resume.json", folder / "resume.json")
+    step = checkpoints.read_resume_state("paper-2x8", tmp_path)["steps_done"]  # 4,000
     other = 9000 if step != 9000 else 8000  # a same-size edit while the step has four digits
     _same_size_edit(folder / "resume.json", f'"steps_done": {step},', f'"steps_done": {other},')
     with pytest.raises(ValueError, match=r"resume.json is damaged or was edited"):
@@ -157,15 +183,13 @@ def test_a_half_or_disagreeing_resume_pair_is_refused_by_name(tmp_path):
 def test_a_last_pt_of_the_running_trainings_format_is_committable(tmp_path):
     """The running trainings write last.pt in the format of before this issue (no precision): save_resume_state
     commits one byte for byte, sealed, with its precision recorded, and reads back at its own step."""
-    run = tmp_path / "run"
-    run.mkdir()
-    shutil.copyfile(DATA / "omniglot-paper-2x8" / "resume.pt", run / "last.pt")
+    run = _legacy_last_pt(tmp_path / "run").parent
     ck = torch.load(run / "last.pt", weights_only=False)
     assert "precision" not in ck
     with pytest.raises(ValueError, match="records precision float32, not bfloat16"):
         ensemble_runs.save_resume_state(run, "paper-2x8", data_dir=tmp_path, precision="bfloat16")
     path = ensemble_runs.save_resume_state(run, "paper-2x8", data_dir=tmp_path)
-    assert path.read_bytes() == (DATA / "omniglot-paper-2x8" / "resume.pt").read_bytes()
+    assert path.read_bytes() == (run / "last.pt").read_bytes()
     progress = json.loads((path.parent / "resume.json").read_text())
     assert (progress["steps_done"], progress["precision"], progress["network"]) == (ck["step"], "float32", "paper-2x8")
     assert sorted(checkpoints.verify_network_folder(path.parent)["files_sha256"]) == ["resume.json", "resume.pt"]
@@ -291,10 +315,11 @@ def test_omniglot_train_uses_the_registered_precision(tmp_path, monkeypatch, arg
     assert seen["precision"] == precision and seen["cfg"] == recipe.network_config(name)
 
 
-def test_resuming_from_a_damaged_committed_pair_is_refused(tmp_path):
+def test_resuming_from_a_damaged_committed_pair_is_refused(tmp_path, legacy_pair):
     """`--resume-from data/omniglot-<name>/resume.pt`: the pair is checked against its seal before resuming."""
     _omniglot_or_skip()
-    folder = _copy("paper-2x8", tmp_path)
+    folder = tmp_path / "omniglot-paper-2x8"
+    shutil.copytree(legacy_pair / "omniglot-paper-2x8", folder)
     step = json.loads((folder / "resume.json").read_text())["steps_done"]
     other = 9000 if step != 9000 else 8000
     _same_size_edit(folder / "resume.json", f'"steps_done": {step},', f'"steps_done": {other},')
