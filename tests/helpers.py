@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import torch
 
@@ -108,3 +110,23 @@ def cpu_has_avx512() -> bool:
             return any(line.startswith("flags") and " avx512f" in line for line in fh)
     except OSError:
         return False
+
+
+def interrupted_last_pt(run, name: str, history: list) -> Path:
+    """``run/last.pt`` of an interrupted training of registered network ``name`` in the format written before
+    issue 37 (no precision; weights of the network's initialisation, a fresh Adam state), its step, best and
+    time those of the last entry of ``history``."""
+    import dataclasses
+
+    from attention_paths.tasks.omniglot import checkpoints, recipe
+    from attention_paths.tasks.omniglot.model import InContextTransformer
+
+    cfg = recipe.network_config(name)
+    net = InContextTransformer(cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_qk, cfg.seed)
+    last = history[-1]
+    state = {"config": dataclasses.asdict(cfg), "model": net.state_dict(),
+             "optimizer": torch.optim.Adam(net.parameters()).state_dict(), "rng_state": {}, "step": last["step"],
+             "history": history, "best": last, "seconds": last["seconds"]}  # fmt: skip
+    Path(run).mkdir(parents=True, exist_ok=True)
+    checkpoints._atomic_torch_save(state, Path(run) / "last.pt")
+    return Path(run) / "last.pt"

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from helpers import interrupted_last_pt
 
 from attention_paths.runs import committed_ensemble as ensemble_runs
 from attention_paths.runs import experiments, results
@@ -115,30 +116,11 @@ def test_load_members_reads_complete_commits_and_refuses_partial_ones(tmp_path):
 def test_a_resumable_state_is_committed_and_reported(tmp_path, monkeypatch):
     """An unfinished member: its last.pt saved as data/omniglot-<name>/resume.pt with its progress; the status
     says how far it has come, the train stage's resume_state finds it, and a run of other settings is refused."""
-    import dataclasses
 
-    import torch
+    from attention_paths.tasks.omniglot import checkpoints
 
-    from attention_paths.tasks.omniglot import checkpoints, recipe
-    from attention_paths.tasks.omniglot.model import InContextTransformer
-
-    run = tmp_path / "run"
-    run.mkdir()
-    cfg = recipe.network_config("paper-seed3")
-    net = InContextTransformer(seed=3)
-    opt = torch.optim.Adam(net.parameters())
     history = [{"step": 1000, "train_loss": 1.0, "seconds": 300.0, "val": {"accuracy": 60.0, "n": 10}}]
-    state = {
-        "config": dataclasses.asdict(cfg),
-        "model": net.state_dict(),
-        "optimizer": opt.state_dict(),
-        "rng_state": {},
-        "step": 1000,
-        "history": history,
-        "best": history[0],
-        "seconds": 300.0,
-    }
-    checkpoints._atomic_torch_save(state, run / "last.pt")
+    run = interrupted_last_pt(tmp_path / "run", "paper-seed3", history).parent
     data = tmp_path / "data"
     path = ensemble_runs.save_resume_state(run, "paper-seed3", data_dir=data)
     assert path == data / "omniglot-paper-seed3" / "resume.pt" and path.read_bytes() == (run / "last.pt").read_bytes()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import interrupted_last_pt
 
 from attention_paths.runs import committed_ensemble as ensemble_runs
 from attention_paths.tasks.omniglot import checkpoints, recipe
@@ -31,22 +32,11 @@ def _same_size_edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
-def _legacy_last_pt(run: Path, name: str = "paper-2x8", step: int = 4000) -> Path:
-    """A ``last.pt`` of network ``name`` in the format the trainings of before issue 37 wrote (no precision),
-    as the committed resume states of paper-2x8 and paper-3x3 were until those networks were committed whole."""
-    import dataclasses
-
-    from attention_paths.tasks.omniglot.model import InContextTransformer
-
-    cfg = recipe.network_config(name)
-    net = InContextTransformer(cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_qk, cfg.seed)
-    opt = torch.optim.Adam(net.parameters())
-    history = [{"step": step, "train_loss": 0.5, "seconds": 60.0, "val": {"accuracy": 79.0, "n": 12800}}]
-    run.mkdir(parents=True, exist_ok=True)
-    state = {"config": dataclasses.asdict(cfg), "model": net.state_dict(), "optimizer": opt.state_dict(),
-             "rng_state": {}, "step": step, "history": history, "best": history[0], "seconds": 60.0}  # fmt: skip
-    checkpoints._atomic_torch_save(state, run / "last.pt")
-    return run / "last.pt"
+def _legacy_last_pt(run: Path) -> Path:
+    """A ``last.pt`` of paper-2x8 at step 4,000 in the format the trainings of before issue 37 wrote (no
+    precision), as the committed resume states of paper-2x8 and paper-3x3 were until they were committed whole."""
+    history = [{"step": 4000, "train_loss": 0.5, "seconds": 60.0, "val": {"accuracy": 79.0, "n": 12800}}]
+    return interrupted_last_pt(run, "paper-2x8", history)
 
 
 @pytest.fixture
