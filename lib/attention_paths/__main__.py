@@ -253,7 +253,9 @@ def _reproduce(args, scale, out, parser, budget) -> int:
     if args.experiment == "ensemble":
         stages = ensemble_stages(args.seeds, threads=args.threads)
     else:
-        stages = reproduction_stages(scale, network=args.network, retrain=args.retrain, sampling=budget)
+        stages = reproduction_stages(
+            scale, network=args.network, retrain=args.retrain, sampling=budget, sample=args.sample
+        )
     if args.status:
         print(status_table(stages, out))
         return 0

@@ -279,6 +279,22 @@ def test_reproduction_stages_form_the_documented_graph():
     assert budget["sample-N10"] != quick["sample-N10"] and budget["grid-tau0.5"] == quick["grid-tau0.5"]
 
 
+def test_reproduce_without_sampling_keeps_every_other_stage_and_key():
+    """``reproduce --no-sample`` (how the 64-path theory of the 2 x 8 network runs resumably, one temperature
+    column per stage): no ``sample-N`` stage, an ``omniglot-theory`` stage that needs none, and every other
+    stage the same, with the same key (its columns are the sampled run's)."""
+    from attention_paths.runs.stages import reproduction_stages
+
+    full, bare = reproduction_stages("paper"), reproduction_stages("paper", sample=False)
+    by_full, by_bare = {s.name: s for s in full}, {s.name: s for s in bare}
+    assert set(by_full) - set(by_bare) == {"sample-N10"} and set(by_bare) <= set(by_full)
+    assert not [d for d in by_bare["omniglot-theory"].deps if d.startswith("sample-N")]
+    keys_full, keys_bare = pl.stage_keys(full), pl.stage_keys(bare)
+    same = [n for n in by_bare if n not in ("omniglot-theory",)]
+    assert all(keys_full[n] == keys_bare[n] for n in same)
+    assert keys_full["omniglot-theory"] != keys_bare["omniglot-theory"]
+
+
 def _stored_result(ctx):
     results.write_result(ctx.out, {"answer": ctx.params["value"], "array": np.arange(3.0)})
 

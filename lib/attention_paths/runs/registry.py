@@ -399,7 +399,7 @@ COMMANDS: dict[str, Command] = {
         Command(
             "reproduce",
             "every experiment as resumable stages (a Dask graph)",
-            (DEVICE, CPU_DEVICES, NETWORK, SAMPLING, SAMPLER, RETRAIN, *STAGED),
+            (DEVICE, CPU_DEVICES, NETWORK, NO_SAMPLE, SAMPLING, SAMPLER, RETRAIN, *STAGED),
         ),
         Command(
             "ensemble",

@@ -301,7 +301,12 @@ def _data_stage() -> Stage:
 
 
 def reproduction_stages(
-    scale: str | None = None, *, network: str | None = None, retrain: bool = False, sampling: dict | None = None
+    scale: str | None = None,
+    *,
+    network: str | None = None,
+    retrain: bool = False,
+    sampling: dict | None = None,
+    sample: bool = True,
 ) -> list[Stage]:
     """The stages that regenerate every result of the book at ``scale``: ``data``, the trained network's
     chain (:func:`network_chain`), and one stage per self-contained experiment of
@@ -316,6 +321,9 @@ def reproduction_stages(
         train even when a committed checkpoint exists
     sampling : dict, optional
         overrides of the sampler budget (``num_chains``, ``num_warmup``, ``num_samples``; ``kind``: the sampler)
+    sample : bool
+        with the posterior-sampling stages (``--no-sample``: without; the ``omniglot-theory`` stage then
+        holds the theory grid alone, as ``omniglot-theory --no-sample`` writes it)
     """
 
     scale = config.get_scale(scale)
@@ -323,7 +331,7 @@ def reproduction_stages(
     cfg = dataclasses.asdict(dataclasses.replace(ONESHOT_EXPERIMENT[scale], network=network))
     if sampling:
         cfg["sampling"] = with_budget(cfg["sampling"], sampling)
-    stages = [_data_stage(), *network_chain(network, scale, cfg, retrain=retrain)]
+    stages = [_data_stage(), *network_chain(network, scale, cfg, retrain=retrain, sample=sample)]
     for exp in EXPERIMENTS.values():  # the self-contained experiments, one stage each
         if not exp.network_chain:
             stages.append(Stage(exp.name, stage_experiment, {"experiment": exp.name, "scale": scale}, gpu=exp.gpu))
