@@ -220,6 +220,7 @@ def test_each_subcommand_lists_only_its_own_options(capsys):
             "theory does not take --network (omniglot-theory, omniglot-train, pruning, ",
         ),
         (["reproduce", "--net", "paper"], "reproduce does not take --net;"),  # no abbreviation of --network
+        (["reproduce", "--widths", "10"], "reproduce does not take --widths (omniglot-theory takes it)"),
         (["omniglot-train", "--max", "3"], "omniglot-train does not take --max;"),  # nor of --max-steps
     ],
 )
@@ -473,3 +474,27 @@ def test_subcommand_help_and_option_errors_load_nothing_heavy(argv):
     ) % (argv,)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.stdout.split()[-2:] == ["EXIT", "0" if "--help" in argv else "2"], (out.stdout, out.stderr)
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["--widths", "10,x"], "expected ints separated by commas, got '10,x'"),
+        (["--taus", "0.5,hot"], "expected floats separated by commas"),
+        (["--widths", "10,7"], "--widths must be distinct values of the scale's grid"),
+        (["--taus", "0.1,0.25"], "a restricted grid must keep the panel point"),
+    ],
+)
+def test_a_restricted_theory_grid_is_checked_before_anything_loads(tmp_path, capsys, monkeypatch, argv, named):
+    """``omniglot-theory --widths/--taus`` (the 2 x 8 network's restricted grid): a malformed list, a value off
+    the scale's grid or a grid without the panel point is an error naming it, before any network loads."""
+    from attention_paths.tasks.omniglot import training
+
+    monkeypatch.setattr(training, "load_network", lambda *a, **k: pytest.fail("loaded despite a bad grid"))
+    full = ["omniglot-theory", "--scale", "paper", "--no-sample", *argv, "--out", str(tmp_path / "o")]
+    if "expected" in named:  # malformed: argparse's usage error
+        err = _error(capsys, full)
+    else:  # off the grid: the run's first check, reported in one line with exit status 2
+        assert main(full) == 2
+        err = capsys.readouterr().err
+    assert named in err

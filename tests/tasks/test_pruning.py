@@ -203,6 +203,30 @@ def test_a_written_run_keeps_its_claims_and_reports_a_later_claim_on_its_numbers
     assert [c["id"] for c in pruning_summary(res)[0]["claims"]] == [c["id"] for c in written]
 
 
+def test_a_restricted_grid_keeps_the_scales_values_and_the_panel_point():
+    """``--widths/--taus``: values of the scale's grid only, sorted, the scale's own floats; the panel point (and
+    the sampling temperature when sampling) kept; each violation a ``ValueError`` naming it."""
+    import dataclasses
+
+    from attention_paths.tasks.oneshot import ONESHOT_EXPERIMENT, restricted_grid
+
+    cfg = dataclasses.asdict(ONESHOT_EXPERIMENT["paper"])
+    assert restricted_grid(cfg) == {"widths": cfg["widths"], "taus": cfg["taus"]}
+    got = restricted_grid(cfg, widths=[1000, 10], taus=[0.5, 0.1 + 1e-12])
+    assert got == {"widths": (10, 1000), "taus": (0.1, 0.5)} and got["taus"][0] is not 0.1 + 1e-12
+    with pytest.raises(ValueError, match=r"\[7\] not in it"):
+        restricted_grid(cfg, widths=[10, 7])
+    with pytest.raises(ValueError, match="distinct"):
+        restricted_grid(cfg, taus=[0.5, 0.5])
+    with pytest.raises(ValueError, match=r"panel point .* lacks \[10\]"):
+        restricted_grid(cfg, widths=[100, 1000])
+    with pytest.raises(ValueError, match=r"lacks \[0.5\]"):
+        restricted_grid(cfg, taus=[0.1, 0.25])
+    assert restricted_grid(dict(cfg, sampling=dict(cfg["sampling"], tau=0.25)), taus=[0.5])["taus"] == (0.5,)
+    with pytest.raises(ValueError, match="sampling temperature 0.25"):
+        restricted_grid(dict(cfg, sampling=dict(cfg["sampling"], tau=0.25)), taus=[0.5], sample=True)
+
+
 def test_parse_head_name_inverts_head_name():
     assert [pr.parse_head_name(pr.head_name(h)) for h in pr.ALL_HEADS] == pr.ALL_HEADS
     for bad in ("(3)1", "2-1", "(1)5"):
@@ -399,3 +423,16 @@ def test_a_written_theory_run_made_live_for_pruning(tmp_path):
         pr.live_theory(written, "paper", "quick")
     with pytest.raises(ValueError, match="SHA-256"):
         pr.live_theory(dataclasses.replace(written, config={**written.config, "network": "paper"}), "quick", "paper")
+    # a grid restricted to some of the scale's widths and temperatures (--widths/--taus, the 2 x 8 network's):
+    # recorded in the config, its panel point the full grid's minimum, and made live as written
+    narrow = osh.run_oneshot(
+        "quick", network="quick", sample=False, data=live.data, record=live.network_record, widths=[10], taus=[0.5]
+    )
+    assert narrow.config["widths"] == (10,) and narrow.config["taus"] == (0.5,) and narrow.U.shape[:2] == (1, 1)
+    np.testing.assert_allclose(narrow.U[0, 0], live.U[i_t, i_n], rtol=0, atol=1e-6)
+    summary, arrays = osh.oneshot_summary(narrow)
+    results.write(tmp_path / "narrow", summary, arrays)
+    narrow_written = experiments.load_run(tmp_path / "narrow", "omniglot-theory")
+    narrow_again = pr.live_theory(narrow_written, "quick", "quick")
+    np.testing.assert_array_equal(narrow_again.U, narrow.U)
+    assert list(narrow_again.widths) == [10] and list(narrow_again.taus) == [0.5]

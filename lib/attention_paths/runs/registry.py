@@ -224,6 +224,32 @@ THEORY_FROM = Option(
     metavar="DIR",
     keyword="theory",
 )
+def _number_list(kind):
+    def parse(value: str):
+        try:
+            return [kind(v) for v in value.split(",") if v.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {kind.__name__}s separated by commas, got {value!r}") from None
+
+    parse.__name__ = f"{kind.__name__} list"
+    return parse
+
+
+GRID_WIDTHS = Option(
+    "--widths",
+    "restrict the theory grid to these of the scale's widths, e.g. 10,100,1000 (keep the panel's N = 10); the "
+    "run records them",
+    type=_number_list(int),
+    metavar="N,...",
+    keyword="widths",
+)
+GRID_TAUS = Option(
+    "--taus",
+    "restrict the theory grid to these of the scale's temperatures, e.g. 0.1,0.25,0.5,1 (keep the panel's 0.5)",
+    type=_number_list(float),
+    metavar="TAU,...",
+    keyword="taus",
+)
 SAVE_SAMPLES = Option(
     "--save-samples", "also write every posterior-sampling run whole (large files)", action="store_true"
 )
@@ -326,7 +352,7 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
         Experiment(
             "omniglot-theory",
             "the theory of the trained Omniglot network: the widths x temperatures grid, posterior sampling",
-            options=(DEVICE, CPU_DEVICES, NETWORK, TRAIN_MISSING, NO_SAMPLE, SAMPLING, SAMPLER, SAVE_SAMPLES),
+            options=(DEVICE, CPU_DEVICES, NETWORK, TRAIN_MISSING, NO_SAMPLE, GRID_WIDTHS, GRID_TAUS, SAMPLING, SAMPLER, SAVE_SAMPLES),
             run=f"{_ONESHOT}:run_oneshot",
             result=f"{_ONESHOT}:OneShotResult",
             summary=f"{_ONESHOT}:oneshot_summary",

@@ -47,6 +47,7 @@ from attention_paths.tasks.oneshot.experiment import (
     OneShotExperimentConfig,
     oneshot_summary,
     read_oneshot_run,
+    restricted_grid,
     run_oneshot,
 )
 from attention_paths.tasks.oneshot.grid import (
@@ -81,6 +82,7 @@ __all__ = [
     "OneShotExperimentConfig",
     "ONESHOT_EXPERIMENT",
     "run_oneshot",
+    "restricted_grid",
     "OneShotResult",
     "TemperatureChoice",
     "OneShotPanel",

@@ -28,7 +28,14 @@ from attention_paths.theory.kernels import PathKernel
 from attention_paths.theory.predictor import predict
 from attention_paths.theory.solver import solve
 
-__all__ = ["OneShotExperimentConfig", "ONESHOT_EXPERIMENT", "run_oneshot", "oneshot_summary", "read_oneshot_run"]
+__all__ = [
+    "OneShotExperimentConfig",
+    "ONESHOT_EXPERIMENT",
+    "run_oneshot",
+    "restricted_grid",
+    "oneshot_summary",
+    "read_oneshot_run",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,6 +112,8 @@ def run_oneshot(
     grid: dict | None = None,
     samples: dict | None = None,
     record: dict | None = None,
+    widths=None,
+    taus=None,
 ) -> OneShotResult:
     """Everything the Omniglot theory chapter shows, at ``scale`` (spec §B.8-B.11): a
     :class:`~.result.OneShotResult`.
@@ -114,11 +123,14 @@ def run_oneshot(
     ``budget`` overrides sampler settings (``num_chains``, ``num_warmup``, ``num_samples``, ...).  ``grid`` (a
     :func:`theory_grid` result) and ``samples`` ({N: PosteriorSamples}) are pieces computed elsewhere, e.g.
     by the stages of ``python -m attention_paths reproduce``; a grid must cover the scale's widths and
-    temperatures.
+    temperatures.  ``widths`` and ``taus`` restrict the grid to some of the scale's (``--widths``, ``--taus``:
+    where the full grid costs too much, e.g. 64 paths on a CPU); they must keep the panel point, and the
+    sampling temperature when sampling, and the run records them in its ``config``.
     """
     scale = get_scale(scale)
     cfg = asdict(ONESHOT_EXPERIMENT[scale])
     cfg["network"] = network or cfg["network"]
+    cfg.update(restricted_grid(cfg, widths, taus, sample=bool(samples) if samples is not None else sample))
     if budget:
         cfg["sampling"] = with_budget(cfg["sampling"], budget)
     t0 = time.perf_counter()
@@ -170,6 +182,42 @@ def run_oneshot(
         data=data,
         samples=samples,
     )
+
+
+def restricted_grid(cfg: dict, widths=None, taus=None, *, sample: bool = False) -> dict:
+    """``{"widths", "taus"}`` of a grid restricted to some of the widths and temperatures of ``cfg`` (a
+    :class:`OneShotExperimentConfig` as a dict); ``None`` keeps the scale's.  ``ValueError`` names a value that
+    is not in the scale's grid, a repeated one, or a missing panel point (``panel_N``, ``panel_tau``) or
+    sampling temperature (with ``sample``).
+
+    >>> cfg = asdict(ONESHOT_EXPERIMENT["paper"])
+    >>> restricted_grid(cfg, widths=[1000, 10, 100], taus=[0.5, 0.1])
+    {'widths': (10, 100, 1000), 'taus': (0.1, 0.5)}
+    """
+    out = {}
+    for name, given, kind in (("widths", widths, int), ("taus", taus, float)):
+        full = tuple(cfg[name])
+        if given is None:
+            out[name] = full
+            continue
+        values = [kind(v) for v in given]
+        outside = [v for v in values if not any(np.isclose(v, f) for f in full)]
+        if outside or not values or len(set(values)) != len(values):
+            raise ValueError(
+                f"--{name} must be distinct values of the scale's grid {list(full)}, got {values}"
+                + (f" ({outside} not in it)" if outside else "")
+            )
+        out[name] = tuple(sorted(next(f for f in full if np.isclose(v, f)) for v in values))  # the scale's own
+    needed = {"widths": [cfg["panel_N"]], "taus": [cfg["panel_tau"]] + ([cfg["sampling"]["tau"]] if sample else [])}
+    for name, values in needed.items():
+        missing = [v for v in values if not any(np.isclose(v, f) for f in out[name])]
+        if missing:
+            raise ValueError(
+                f"a restricted grid must keep the panel point (N = {cfg['panel_N']}, tau = {cfg['panel_tau']})"
+                + (f" and the sampling temperature {cfg['sampling']['tau']}" if sample else "")
+                + f": --{name} {list(out[name])} lacks {missing}"
+            )
+    return out
 
 
 def _select(grid: dict, gp: dict) -> dict[str, dict[str, TemperatureChoice]]:

@@ -14,7 +14,7 @@ from attention_paths.base.serialise import read_checked, to_folder
 from attention_paths.tasks.omniglot.episodes import evaluation_sets
 from attention_paths.tasks.omniglot.recipe import config_for
 from attention_paths.tasks.omniglot.training import load_network
-from attention_paths.tasks.oneshot import ONESHOT_EXPERIMENT, OneShotResult, run_oneshot
+from attention_paths.tasks.oneshot import ONESHOT_EXPERIMENT, OneShotResult, restricted_grid, run_oneshot
 from attention_paths.tasks.pruning.claims import pruning_claims
 from attention_paths.tasks.pruning.heads import all_heads, keeps_every_layer, reference_combinations
 from attention_paths.tasks.pruning.network import correct, drop_with_error, path_outputs, pruned_outputs
@@ -221,7 +221,10 @@ def live_theory(
     point, with restarts) lands within :data:`LIVE_THEORY_TOLERANCE` of the written ``U`` there (the same
     features and the same minimum).
     """
-    want = {k: v for k, v in asdict(replace(ONESHOT_EXPERIMENT[scale], network=network)).items() if k != "sampling"}
+    scale_cfg = asdict(replace(ONESHOT_EXPERIMENT[scale], network=network))
+    # a grid restricted to some of the scale's widths and temperatures (omniglot-theory --widths/--taus) is kept
+    grid_of = restricted_grid(scale_cfg, written.widths, written.taus)
+    want = {k: v for k, v in (scale_cfg | grid_of).items() if k != "sampling"}
     have = {k: v for k, v in written.config.items() if k != "sampling"}
     diff = sorted(k for k in set(want) | set(have) if _plain(want.get(k)) != _plain(have.get(k)))
     if diff:
@@ -243,7 +246,9 @@ def live_theory(
         "solver": {"grad_max": np.asarray([written.solver["max_grad"]]), "n_iter": written.solver["iterations"]},
         "seconds": 0.0,
     }
-    live = run_oneshot(scale, network=network, sample=False, root=root, progress=progress, grid=grid, record=rec)
+    live = run_oneshot(
+        scale, network=network, sample=False, root=root, progress=progress, grid=grid, record=rec, **grid_of
+    )
     before = written.network_accuracy
     moved = {s: (before.get(s), a) for s, a in live.network_accuracy.items() if a != before.get(s)}
     if moved:
