@@ -224,6 +224,8 @@ THEORY_FROM = Option(
     metavar="DIR",
     keyword="theory",
 )
+
+
 def _number_list(kind):
     def parse(value: str):
         try:
@@ -352,7 +354,18 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
         Experiment(
             "omniglot-theory",
             "the theory of the trained Omniglot network: the widths x temperatures grid, posterior sampling",
-            options=(DEVICE, CPU_DEVICES, NETWORK, TRAIN_MISSING, NO_SAMPLE, GRID_WIDTHS, GRID_TAUS, SAMPLING, SAMPLER, SAVE_SAMPLES),
+            options=(
+                DEVICE,
+                CPU_DEVICES,
+                NETWORK,
+                TRAIN_MISSING,
+                NO_SAMPLE,
+                GRID_WIDTHS,
+                GRID_TAUS,
+                SAMPLING,
+                SAMPLER,
+                SAVE_SAMPLES,
+            ),
             run=f"{_ONESHOT}:run_oneshot",
             result=f"{_ONESHOT}:OneShotResult",
             summary=f"{_ONESHOT}:oneshot_summary",
