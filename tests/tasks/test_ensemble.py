@@ -71,6 +71,20 @@ def test_spread_and_tally_over_networks():
     assert (tally["I3"]["holds"], tally["I3"]["of"]) == (1, 1)
     text = ensemble.format_tally([row, other], "C")
     assert "C3         holds on 1 of 2  (fails: seed 42)" in text and "I3" not in text
+    # networks of several architectures share a seed: named by name instead
+    third = dataclasses.replace(other, name="paper-3x3", seed=42, claims=claims | {"C3": False})
+    named = ensemble.claim_tally([row, other, third], label="name")["C3"]
+    assert (named["holds"], named["of"], named["failing"], named["seeds_failing"]) == (
+        1,
+        3,
+        [row.name, "paper-3x3"],
+        [42, 42],
+    )
+    assert f"C3         holds on 1 of 3  (fails: {row.name}, paper-3x3)" in ensemble.format_tally(
+        [row, other, third], "C3", "name"
+    )
+    with pytest.raises(ValueError, match="label must be"):
+        ensemble.claim_tally([row], label="arch")
     for part in ("theory", "pruning"):
         for line in (
             ensemble.format_rows([row, other], part).splitlines()

@@ -227,17 +227,24 @@ def spread(rows: list[NetworkRow]) -> dict:
     return out
 
 
-def claim_tally(rows: list[NetworkRow]) -> dict:
-    """``{claim id: {"holds", "of", "seeds_failing", "claim"}}``: on how many of the networks each claim was
-    evaluated and held (a claim is evaluated where its inputs exist: I3 and I4 need posterior samples)."""
+def claim_tally(rows: list[NetworkRow], label: str = "seed") -> dict:
+    """``{claim id: {"holds", "of", "seeds_failing", "failing", "claim"}}``: on how many of the networks each
+    claim was evaluated and held (a claim is evaluated where its inputs exist: I3 and I4 need posterior
+    samples); ``failing`` names the networks where it fails by ``label`` (``"seed"`` or ``"name"``, for
+    networks of several architectures, which share a seed)."""
+    if label not in ("seed", "name"):
+        raise ValueError(f"label must be 'seed' or 'name', got {label!r}")
     tally = {}
     for r in rows:
         for cid, ok in r.claims.items():
-            t = tally.setdefault(cid, {"holds": 0, "of": 0, "seeds_failing": [], "claim": r.claim_text[cid]})
+            t = tally.setdefault(
+                cid, {"holds": 0, "of": 0, "seeds_failing": [], "failing": [], "claim": r.claim_text[cid]}
+            )
             t["of"] += 1
             t["holds"] += int(ok)
             if not ok:
                 t["seeds_failing"].append(r.seed)
+                t["failing"].append(getattr(r, label))
     return tally
 
 
@@ -310,12 +317,14 @@ def format_spread(rows: list[NetworkRow], part: str = "theory") -> str:
     return "\n".join(lines)
 
 
-def format_tally(rows: list[NetworkRow], prefix: str = "") -> str:
-    """Each claim whose id starts with ``prefix`` as "holds on k of n" (the seeds where it fails in brackets)."""
+def format_tally(rows: list[NetworkRow], prefix: str = "", label: str = "seed") -> str:
+    """Each claim whose id starts with ``prefix`` as "holds on k of n", the networks where it fails in brackets,
+    named by ``label`` (``"seed"``, or ``"name"`` for networks of several architectures)."""
     lines = []
-    for cid, t in claim_tally(rows).items():
+    for cid, t in claim_tally(rows, label).items():
         if not cid.startswith(prefix):
             continue
-        fail = f"  (fails: seed {', '.join(map(str, t['seeds_failing']))})" if t["seeds_failing"] else ""
+        named = "seed " if label == "seed" else ""
+        fail = f"  (fails: {named}{', '.join(map(str, t['failing']))})" if t["failing"] else ""
         lines.append(f"{cid:<10} holds on {t['holds']} of {t['of']}{fail}")
     return "\n".join(lines)
