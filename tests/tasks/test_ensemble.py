@@ -67,27 +67,30 @@ def test_spread_and_tally_over_networks():
     assert sp["accuracy ID"]["sd"] == pytest.approx(a.std(ddof=1))
     assert (sp["accuracy ID"]["min"], sp["accuracy ID"]["max"], sp["accuracy ID"]["n"]) == (79.0, a.max(), 2)
     tally = ensemble.claim_tally([row, other])
-    assert (tally["C3"]["holds"], tally["C3"]["of"], tally["C3"]["seeds_failing"]) == (1, 2, [42])
+    assert (tally["C3"]["holds"], tally["C3"]["of"], tally["C3"]["failing"]) == (1, 2, [42])
     assert (tally["I3"]["holds"], tally["I3"]["of"]) == (1, 1)
     text = ensemble.format_tally([row, other], "C")
     assert "C3         holds on 1 of 2  (fails: seed 42)" in text and "I3" not in text
     # networks of several architectures share a seed: named by name instead
     third = dataclasses.replace(other, name="paper-3x3", seed=42, claims=claims | {"C3": False})
     named = ensemble.claim_tally([row, other, third], label="name")["C3"]
-    assert (named["holds"], named["of"], named["failing"], named["seeds_failing"]) == (
-        1,
-        3,
-        [row.name, "paper-3x3"],
-        [42, 42],
-    )
-    assert f"C3         holds on 1 of 3  (fails: {row.name}, paper-3x3)" in ensemble.format_tally(
+    assert (named["holds"], named["of"], named["failing"]) == (1, 3, [row.name, "paper-3x3"])
+    # printed without the recipe's "paper-" prefix ("paper" itself stays)
+    assert f"C3         holds on 1 of 3  (fails: {row.name}, 3x3)" in ensemble.format_tally(
         [row, other, third], "C3", "name"
     )
+    named_rows = [row, dataclasses.replace(other, name="paper-seed1"), third]
+    assert [line.split()[0] for line in ensemble.format_rows(named_rows, "pruning", "name").splitlines()[1:]] == [
+        "paper",
+        "seed1",
+        "3x3",
+    ]
     with pytest.raises(ValueError, match="label must be"):
         ensemble.claim_tally([row], label="arch")
     for part in ("theory", "pruning"):
         for line in (
             ensemble.format_rows([row, other], part).splitlines()
+            + ensemble.format_rows(named_rows, part, "name").splitlines()
             + ensemble.format_spread([row, other], part).splitlines()
         ):
             assert len(line) <= 80, line
@@ -125,6 +128,43 @@ def test_load_members_reads_complete_commits_and_refuses_partial_ones(tmp_path):
     results.write_files_record(q.parent)  # consistently edited: the network's SHA-256 still tells
     with pytest.raises(ValueError, match="computed on another network"):
         ensemble_runs.load_members(data_dir=data)
+
+
+def test_a_committed_member_comes_back_with_its_runs_read_once(monkeypatch):
+    """load_committed_member returns the row with the record and runs it was built from: each results folder
+    is read once, and the row equals the one load_member gives (its registered seed by default)."""
+    reads = []
+    real = experiments.load_run
+
+    def counted(folder, *args, **kwargs):
+        reads.append(Path(folder).name)
+        return real(folder, *args, **kwargs)
+
+    monkeypatch.setattr(experiments, "load_run", counted)
+    m = ensemble_runs.load_committed_member("paper")
+    assert sorted(reads) == ["paper-network", "paper-sizes-paper-network"]
+    assert m.row == ensemble_runs.load_member("paper", 42) and m.row.seed == 42
+    assert m.theory.config["network"] == m.pruning.config["network"] == "paper"
+    assert m.record["exported"]["sha256"] == m.theory.network_record["sha256"]
+    assert m.row.spearman[0] == m.pruning.spearman["theory"].rho
+    with pytest.raises(ValueError, match="trained with seed 42, not 7"):
+        ensemble_runs.load_committed_member("paper", 7)
+    assert [c.row for c in ensemble_runs.load_committed_members((42,))] == [m.row]
+
+
+def test_a_row_takes_the_cumulative_claims_beside_its_own():
+    row, _, _, prune = _paper_row()
+    c7 = pruning.cumulative_claims(pruning.cumulative_pruning(prune, n_random=5, seed=0))
+    ids = {c["id"] for c in c7}
+    assert ids == {"C7-1", "C7-3", "C7-curve"} and not ids & set(row.claims)
+    more = row.with_claims(c7)
+    assert {k: more.claims[k] for k in ids} == {c["id"]: bool(c["passed"]) for c in c7}
+    assert {k: v for k, v in more.claims.items() if k not in ids} == row.claims  # its own claims unchanged
+    assert more.claim_details["C7-curve"] == next(c["detail"] for c in c7 if c["id"] == "C7-curve")
+    flipped = more.with_claims([{**c7[0], "passed": not c7[0]["passed"]}])  # a claim it holds is replaced
+    assert flipped.claims[c7[0]["id"]] is not more.claims[c7[0]["id"]] and len(flipped.claims) == len(more.claims)
+    tally = ensemble.claim_tally([row, more])
+    assert all(tally[k]["of"] == 1 for k in ids) and tally["C1"]["of"] == 2
 
 
 def test_a_resumable_state_is_committed_and_reported(tmp_path, monkeypatch):

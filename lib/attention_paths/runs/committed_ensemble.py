@@ -38,6 +38,9 @@ __all__ = [
     "load_members",
     "load_records_of",
     "load_member",
+    "CommittedMember",
+    "load_committed_member",
+    "load_committed_members",
     "BF16_CONTROL",
     "training_status",
     "network_status",
@@ -102,19 +105,45 @@ def load_records_of(names, data_dir=None) -> dict[str, dict]:
     return out
 
 
-def load_members(seeds=ENSEMBLE_SEEDS, data_dir=None) -> list[dict]:
+@dataclasses.dataclass(frozen=True)
+class CommittedMember:
+    """A committed network read back whole: its :class:`~attention_paths.tasks.ensemble.NetworkRow`, its
+    ``record.json`` and its two loaded runs (``theory``: the paper-size omniglot-theory run, ``pruning``: the
+    pruning run), each read once (:func:`load_committed_member`)."""
+
+    row: ensemble.NetworkRow
+    record: dict
+    theory: object
+    pruning: object
+
+
+def load_members(seeds=ENSEMBLE_SEEDS, data_dir=None) -> list[ensemble.NetworkRow]:
     """The rows (:func:`attention_paths.tasks.ensemble.network_row`) of every member of ``seeds`` whose three
     results are committed, in seed order; a member with some but not all of them raises ``ValueError``
     (an incomplete commit), one with none is left out (see :func:`training_status`)."""
-    rows = [load_member(member_name(seed), seed, data_dir) for seed in _distinct_seeds(seeds)]
-    return [r for r in rows if r is not None]
+    return [m.row for m in load_committed_members(seeds, data_dir)]
 
 
-def load_member(name: str, seed: int, data_dir=None) -> dict | None:
-    """The row of the network ``name`` (trained with ``seed``) from its three committed results, ``None``
-    when none of them is committed; a network committed only in part, or whose theory or pruning run was
-    computed on another network, raises ``ValueError``.  Members of the ensemble and controls (such as
-    :data:`BF16_CONTROL`) alike."""
+def load_committed_members(seeds=ENSEMBLE_SEEDS, data_dir=None) -> list[CommittedMember]:
+    """As :func:`load_members`, each member with its record and loaded runs (:class:`CommittedMember`)."""
+    members = [load_committed_member(member_name(seed), seed, data_dir) for seed in _distinct_seeds(seeds)]
+    return [m for m in members if m is not None]
+
+
+def load_member(name: str, seed: int | None = None, data_dir=None) -> ensemble.NetworkRow | None:
+    """The row of the network ``name`` (trained with ``seed``; default: its registered seed) from its three
+    committed results, ``None`` when none of them is committed; a network committed only in part, or whose
+    theory or pruning run was computed on another network, raises ``ValueError``.  Members of the ensemble
+    and controls (such as :data:`BF16_CONTROL`) alike; :func:`load_committed_member` returns the loaded runs
+    with it."""
+    member = load_committed_member(name, seed, data_dir)
+    return None if member is None else member.row
+
+
+def load_committed_member(name: str, seed: int | None = None, data_dir=None) -> CommittedMember | None:
+    """The network ``name`` with its row, record and loaded runs (:class:`CommittedMember`), each results
+    folder read once and checked as in :func:`load_member`; ``None`` when none of them is committed."""
+    seed = network_config(name).seed if seed is None else seed
     f = member_folders(name, data_dir)
     have = {k: (p / ("record.json" if k == "network" else results.SUMMARY)).exists() for k, p in f.items()}
     have["network"] = have["network"] and (f["network"] / "model.pt").exists()
@@ -137,7 +166,7 @@ def load_member(name: str, seed: int, data_dir=None) -> dict | None:
             raise ValueError(f"the committed {what} run of {name} was computed on another network (SHA-256 {sha})")
         if run.config.get("network") != name:
             raise ValueError(f"{folder} is a {what} run of network {run.config.get('network')!r}, not of {name!r}")
-    return ensemble.network_row(seed, record, theory, prune)
+    return CommittedMember(ensemble.network_row(seed, record, theory, prune), record, theory, prune)
 
 
 def save_resume_state(run_dir, name: str, data_dir=None, *, precision: str | None = None) -> Path:

@@ -88,6 +88,20 @@ class NetworkRow:
         """The row as a plain dict (for JSON)."""
         return dataclasses.asdict(self)
 
+    def with_claims(self, claims: list[dict]) -> NetworkRow:
+        """The row with ``claims`` (dicts with ``id``, ``passed``, ``claim``, ``detail``, as
+        :func:`attention_paths.tasks.pruning.cumulative_claims` returns them) added to its own; a claim the
+        row already holds is replaced.
+
+        >>> row = row.with_claims(pruning.cumulative_claims(curves))  # doctest: +SKIP
+        """
+        return dataclasses.replace(
+            self,
+            claims=self.claims | {c["id"]: bool(c["passed"]) for c in claims},
+            claim_text=self.claim_text | {c["id"]: c["claim"] for c in claims},
+            claim_details=self.claim_details | {c["id"]: c["detail"] for c in claims},
+        )
+
 
 def network_row(seed: int, record: dict, theory: OneShotResult, prune: PruningResult) -> NetworkRow:
     """The per-network numbers (:class:`NetworkRow`): ``record`` is the network's ``record.json``, ``theory``
@@ -228,7 +242,7 @@ def spread(rows: list[NetworkRow]) -> dict:
 
 
 def claim_tally(rows: list[NetworkRow], label: str = "seed") -> dict:
-    """``{claim id: {"holds", "of", "seeds_failing", "failing", "claim"}}``: on how many of the networks each
+    """``{claim id: {"holds", "of", "failing", "claim"}}``: on how many of the networks each
     claim was evaluated and held (a claim is evaluated where its inputs exist: I3 and I4 need posterior
     samples); ``failing`` names the networks where it fails by ``label`` (``"seed"`` or ``"name"``, for
     networks of several architectures, which share a seed)."""
@@ -237,15 +251,18 @@ def claim_tally(rows: list[NetworkRow], label: str = "seed") -> dict:
     tally = {}
     for r in rows:
         for cid, ok in r.claims.items():
-            t = tally.setdefault(
-                cid, {"holds": 0, "of": 0, "seeds_failing": [], "failing": [], "claim": r.claim_text[cid]}
-            )
+            t = tally.setdefault(cid, {"holds": 0, "of": 0, "failing": [], "claim": r.claim_text[cid]})
             t["of"] += 1
             t["holds"] += int(ok)
             if not ok:
-                t["seeds_failing"].append(r.seed)
                 t["failing"].append(getattr(r, label))
     return tally
+
+
+def _display(r: NetworkRow, label: str):
+    """A row's label in the printed tables: its seed, or its name without the recipe's ``paper-`` prefix
+    (``paper-seed1`` -> ``seed1``, ``paper-3x3`` -> ``3x3``; ``paper`` stays)."""
+    return r.seed if label == "seed" else (r.name.removeprefix("paper-") or r.name)
 
 
 def _pm(v, se, digits=1) -> str:
@@ -257,13 +274,13 @@ def format_rows(rows: list[NetworkRow], part: str = "theory", label: str = "seed
     theory - GP (paired, smallest width, validation-selected temperatures); ``"pruning"``: Spearman(score,
     drop) with its bootstrap interval, the lowest-scoring head and its drops, the two lowest pruned together.
     ``label``: each row's first column, the network's training ``"seed"`` or its ``"name"`` (other
-    architectures of one seed)."""
+    architectures of one seed; printed without the recipe's ``paper-`` prefix)."""
     if label not in ("seed", "name"):
         raise ValueError(f"label must be 'seed' or 'name', got {label!r}")
-    w = 4 if label == "seed" else max([len(r.name) for r in rows] + [4])
+    w = max([len(str(_display(r, label))) for r in rows] + [4])
 
     def first(r):
-        return f"{getattr(r, label):>{w}}"
+        return f"{_display(r, label):>{w}}"
 
     if part == "theory":
         lines = [f"{label:>{w}} {'prec.':<8}{'acc ID':>10}{'MNIST':>10}{'FMNIST':>10} theory-GP  ID / MNIST / FMNIST"]
@@ -319,12 +336,14 @@ def format_spread(rows: list[NetworkRow], part: str = "theory") -> str:
 
 def format_tally(rows: list[NetworkRow], prefix: str = "", label: str = "seed") -> str:
     """Each claim whose id starts with ``prefix`` as "holds on k of n", the networks where it fails in brackets,
-    named by ``label`` (``"seed"``, or ``"name"`` for networks of several architectures)."""
+    named by ``label`` (``"seed"``, or ``"name"`` for networks of several architectures, printed without the
+    recipe's ``paper-`` prefix as in :func:`format_rows`)."""
     lines = []
     for cid, t in claim_tally(rows, label).items():
         if not cid.startswith(prefix):
             continue
         named = "seed " if label == "seed" else ""
-        fail = f"  (fails: {named}{', '.join(map(str, t['failing']))})" if t["failing"] else ""
+        failing = [_display(r, label) for r in rows if cid in r.claims and not r.claims[cid]]
+        fail = f"  (fails: {named}{', '.join(map(str, failing))})" if failing else ""
         lines.append(f"{cid:<10} holds on {t['holds']} of {t['of']}{fail}")
     return "\n".join(lines)

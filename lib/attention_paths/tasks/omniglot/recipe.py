@@ -54,6 +54,11 @@ class TrainConfig:
     ood_episodes: int | None = None  # None: all MNIST / FashionMNIST episodes
     drawing_seed: int = 0
 
+    @property
+    def n_paths(self) -> int:
+        """The number of attention paths, one head per layer: ``n_heads ** n_layers``."""
+        return self.n_heads**self.n_layers
+
     def __post_init__(self):
         if min(self.d_model, self.n_layers, self.n_heads, self.d_qk, self.batch, self.steps, self.eval_every) < 1:
             raise ValueError(f"all sizes must be positive: {self}")
