@@ -242,6 +242,19 @@ def test_limit_gaps_agree_with_the_committed_limit_claim():
     assert row.limit["worst"][2] == pytest.approx(max(max(x[1] for x in g) for g in row.limit["gap"].values()))
 
 
+def test_limit_gap_over_some_temperatures_is_the_largest_cell_among_them():
+    row, _, theory, _ = _paper_row()
+    assert ensemble.limit_gap(row.limit) == row.limit["worst"][:3]
+    taus = [float(t) for t in theory.taus]
+    # over tau >= 0.025 (the grid without its lowest temperature): the worst_above of limit_gaps, recomputed
+    s, tau, g = ensemble.limit_gap(row.limit, 0.025)
+    assert tau >= 0.025 and g == pytest.approx(row.limit["worst_above"])
+    i, gp = taus.index(tau), np.asarray(theory.gp_grid_accuracy[s])
+    assert g == pytest.approx(abs(np.asarray(theory.grid_accuracy[s])[i, -1] - gp[i]))
+    with pytest.raises(ValueError, match="no temperature of the grid"):
+        ensemble.limit_gap(row.limit, 10.0)
+
+
 def test_the_limit_table_fits_80_columns():
     row, *_ = _paper_row()
     lines = ensemble.format_limit([row]).splitlines()

@@ -35,6 +35,7 @@ __all__ = [
     "format_spread",
     "format_tally",
     "limit_gaps",
+    "limit_gap",
     "format_limit",
 ]
 
@@ -167,6 +168,25 @@ def limit_gaps(theory: OneShotResult) -> dict:
         "worst": (s, taus[i], float(gap[s][i, 1]), float(gap[s][i, 0])),
         "worst_above": above,
     }
+
+
+def limit_gap(limit: dict, min_tau: float | None = None) -> tuple[str, float, float]:
+    """The largest ``abs(theory - GP)`` at the largest width, ``(set, tau, points)``, over the temperatures of
+    ``limit`` (:func:`limit_gaps`, a row's ``limit``) at or above ``min_tau`` (default: all of them), e.g. to
+    compare networks whose grids reach down to different temperatures; a ``min_tau`` above every temperature
+    of the grid raises ``ValueError``.
+
+    >>> limit_gap(row.limit)[:2] == row.limit["worst"][:2]  # doctest: +SKIP
+    True
+    """
+    taus = [float(t) for t in limit["taus"]]
+    keep = [i for i, t in enumerate(taus) if min_tau is None or t >= min_tau]
+    if not keep:
+        raise ValueError(f"no temperature of the grid {taus} is at or above min_tau = {min_tau}")
+    return max(
+        ((s, taus[i], float(np.asarray(g)[i, 1])) for s, g in limit["gap"].items() for i in keep),
+        key=lambda c: c[2],
+    )
 
 
 def format_limit(rows: list[NetworkRow]) -> str:
