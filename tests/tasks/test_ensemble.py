@@ -255,6 +255,51 @@ def test_limit_gap_over_some_temperatures_is_the_largest_cell_among_them():
         ensemble.limit_gap(row.limit, 10.0)
 
 
+def _theory(name: str):
+    return experiments.load_run(DATA / "omniglot-theory" / f"paper-sizes-{name}-network", "omniglot-theory")
+
+
+def test_the_gp_on_every_temperature_is_the_best_validation_cell_of_list_and_grids():
+    run = _theory("paper")
+    got = ensemble.gp_on_every_temperature(run)
+    cells = [(float(t), run.gp_accuracy["val"][i]) for i, t in enumerate(run.gp_taus)]
+    cells += [(float(t), float(np.asarray(run.gp_grid_accuracy["val"])[i])) for i, t in enumerate(run.taus)]
+    assert got["accuracy"]["val"] == max(v for _, v in cells)
+    assert (got["tau"], got["accuracy"]["val"]) == next(c for c in cells if c[1] == got["accuracy"]["val"])
+    # a tie keeps the reference's own choice: the GP list's selected temperature, and its gains are theory - GP
+    sel = run.select["val"]
+    if got["source"] == "list":
+        assert got["tau"] == float(sel["gp"].tau)
+        for s in pruning.EVAL_SETS:
+            assert got["gain"][s] == pytest.approx(sel["theory"].accuracy[s][0] - sel["gp"].accuracy[s], abs=1e-12)
+    # a grid temperature better on validation is chosen, with its accuracies on every set
+    grid = {s: np.asarray(a, dtype=float).copy() for s, a in run.gp_grid_accuracy.items()}
+    grid["val"][3] = 99.0
+    better = ensemble.gp_on_every_temperature(dataclasses.replace(run, gp_grid_accuracy=grid))
+    assert (better["source"], better["tau"]) == ("grid", float(run.taus[3]))
+    assert better["gain"]["test"] == pytest.approx(sel["theory"].accuracy["test"][0] - grid["test"][3])
+    with pytest.raises(ValueError, match="network"):
+        ensemble.gp_on_every_temperature(run, _theory("paper-seed1"))
+    with pytest.raises(ValueError, match="at least one"):
+        ensemble.gp_on_every_temperature()
+
+
+def test_the_2x8_gp_prefers_the_supplementary_lowest_temperature():
+    """The 2 x 8 grid (tau >= 0.025) and its supplement at tau = 0.01: the GP chosen on validation over both is
+    the supplement's tau = 0.01 cell, better than the reference list's edge (0.025) on validation."""
+    main = _theory("paper-2x8")
+    low = experiments.load_run(DATA / "omniglot-theory" / "paper-sizes-paper-2x8-network-low-tau", "omniglot-theory")
+    got = ensemble.gp_on_every_temperature(main, low)
+    j = [float(t) for t in low.taus].index(0.01)
+    assert (got["source"], got["tau"]) == ("grid", 0.01)
+    assert got["accuracy"]["val"] == float(np.asarray(low.gp_grid_accuracy["val"])[j]) > max(main.gp_accuracy["val"])
+    th = main.select["val"]["theory"]
+    for s in pruning.EVAL_SETS:
+        assert got["gain"][s] == pytest.approx(th.accuracy[s][0] - float(np.asarray(low.gp_grid_accuracy[s])[j]))
+    # the main grid alone keeps the reference's choice, the list's lowest temperature
+    assert ensemble.gp_on_every_temperature(main)["tau"] == float(main.select["val"]["gp"].tau) == 0.025
+
+
 def test_the_limit_table_fits_80_columns():
     row, *_ = _paper_row()
     lines = ensemble.format_limit([row]).splitlines()

@@ -36,6 +36,7 @@ __all__ = [
     "format_tally",
     "limit_gaps",
     "limit_gap",
+    "gp_on_every_temperature",
     "format_limit",
 ]
 
@@ -187,6 +188,50 @@ def limit_gap(limit: dict, min_tau: float | None = None) -> tuple[str, float, fl
         ((s, taus[i], float(np.asarray(g)[i, 1])) for s, g in limit["gap"].items() for i in keep),
         key=lambda c: c[2],
     )
+
+
+def gp_on_every_temperature(*runs: OneShotResult) -> dict:
+    """The GP limit selected on the validation episodes among *every* temperature at which ``runs`` (omniglot-
+    theory results of one network on the same episodes) computed it, and the theory's gain over it.
+
+    The reference protocol selects the GP's temperature from its own list (``gp_taus``: 0.25 to 0.025), the
+    theory's from the grid's temperatures; this asks whether the theory's gain at the smallest width survives
+    a GP that may choose from the grid's temperatures too (each run's ``gp_grid_accuracy``).  The candidates
+    are read in order (the list, then each run's grid), so a tie keeps the reference's choice.  Returns
+    ``tau``, ``source`` (``"list"`` or ``"grid"``), ``accuracy`` ({set: %}, validation included) and ``gain``
+    ({set: points}: the first run's validation-selected theory at its smallest width minus this GP, unpaired:
+    per-episode predictions are stored only at the selected temperatures).  Runs of another network, on other
+    episodes or with another GP list raise ``ValueError``.
+
+    >>> gp_on_every_temperature(theory8, theory8_low_tau)["tau"]  # doctest: +SKIP
+    0.01
+    """
+    if not runs:
+        raise ValueError("gp_on_every_temperature needs at least one omniglot-theory run")
+    first = runs[0]
+    for r in runs[1:]:
+        same = {k: first.config.get(k) == r.config.get(k) for k in ("network", "P", "n_eval", "eval_pool", "gp_taus")}
+        same["network SHA-256"] = r.network_record.get("sha256") == first.network_record.get("sha256")
+        if not all(same.values()):
+            raise ValueError(
+                f"runs of other networks or episodes cannot be compared: {[k for k, v in same.items() if not v]} differ"
+            )
+    cands = [
+        ("list", float(t), {s: float(a[i]) for s, a in first.gp_accuracy.items()}) for i, t in enumerate(first.gp_taus)
+    ]
+    for r in runs:
+        cands += [
+            ("grid", float(t), {s: float(np.asarray(a)[i]) for s, a in r.gp_grid_accuracy.items()})
+            for i, t in enumerate(r.taus)
+        ]
+    source, tau, acc = max(cands, key=lambda c: c[2]["val"])  # max keeps the first of equal candidates
+    theory = first.select["val"]["theory"]
+    return {
+        "tau": tau,
+        "source": source,
+        "accuracy": acc,
+        "gain": {s: float(theory.accuracy[s][0]) - acc[s] for s in EVAL_SETS},
+    }
 
 
 def format_limit(rows: list[NetworkRow]) -> str:
