@@ -15,63 +15,20 @@ from scipy.linalg import lapack
 
 from attention_paths.theory.architecture import Architecture
 from attention_paths.theory.checks import check_kernel_finite, check_order_parameter, check_targets, check_tau
+from attention_paths.theory.hessian import action_hessian
 from attention_paths.theory.kernels import PathKernel
+from attention_paths.theory.matrices import (
+    NotPositiveDefiniteError,
+    _logdet_inv,
+    closed_form_ua,
+    partial_trace,
+)
 
 __all__ = ["Action", "Packing", "partial_trace", "closed_form_ua", "NotPositiveDefiniteError", "DEFAULT_HESSIAN_BYTES"]
 
 
 # The temporaries of one block of the energy Hessian stay below this many bytes (Action.energy_hessian).
 DEFAULT_HESSIAN_BYTES = 256 * 1024**2
-
-
-class NotPositiveDefiniteError(ValueError):
-    """An order parameter or kernel matrix that must be positive definite is not."""
-
-
-def partial_trace(U, H: int) -> np.ndarray:
-    """Partial trace over the slow (first-layer) head index: ``(Tr_h U)_{RR'} = sum_h U_{(h,R),(h,R')}``.
-
-    Parameters
-    ----------
-    U : [H*D, H*D]
-    H : number of heads of the traced layer
-
-    Returns
-    -------
-    [D, D]
-    """
-    U = np.asarray(U)
-    D = U.shape[0] // H
-    if U.shape != (H * D, H * D):
-        raise ValueError(f"cannot take the partial trace over H={H} heads of a {U.shape} matrix")
-    return np.einsum("hahb->ab", U.reshape(H, D, H, D))
-
-
-def closed_form_ua(trace_UL: float, H_L: int, N_L: float, N_a: float, sigma2_L: float, sigma2_a: float) -> float:
-    """Positive root of ``U_a^2 + b U_a - c = 0`` (spec T§9.1)."""
-    b = sigma2_a * (H_L * N_L / N_a - 1.0)
-    c = sigma2_a * N_L * trace_UL / (N_a * sigma2_L)
-    if not c > 0:
-        raise NotPositiveDefiniteError(f"Tr U_L must be positive, got {trace_UL}")
-    root = np.sqrt(b * b + 4.0 * c)
-    return 2.0 * c / (b + root) if b >= 0 else 0.5 * (root - b)  # stable form of (-b + root)/2
-
-
-def _chol(U, name: str) -> np.ndarray:
-    try:
-        return linalg.cholesky(U, lower=True)
-    except linalg.LinAlgError:
-        raise NotPositiveDefiniteError(f"order parameter {name} is not positive definite") from None
-
-
-def _logdet_inv(U, name: str):
-    """Log-determinant and inverse of a symmetric PD matrix via Cholesky."""
-    Lc = _chol(U, name)
-    inv, info = lapack.dpotri(Lc, lower=1)
-    if info != 0:
-        raise NotPositiveDefiniteError(f"order parameter {name} is singular")
-    inv = np.tril(inv) + np.tril(inv, -1).T
-    return 2.0 * np.log(np.diag(Lc)).sum(), inv
 
 
 class Packing:
@@ -297,14 +254,20 @@ class Action:
     def gradient(self, Us) -> list[np.ndarray]:
         return self.value_and_gradient(Us)[1]
 
-    def hessian(self, Us, step: float = 1e-5, max_bytes: float | None = None) -> np.ndarray:
+    def hessian(self, Us, step: float = 1e-5, max_bytes: float | None = None, method: str = "analytic") -> np.ndarray:
         """Hessian of the reduced action in packed coordinates, [n, n] (``n`` = number of unknowns).
 
-        The energy block is analytic (:meth:`energy_hessian`, its memory bounded by ``max_bytes``); the entropy
-        part (with ``U_a`` re-solved inside) is central differences of its analytic gradient, accurate to about
-        ``step^2``.
+        ``method="analytic"`` (default): both parts in closed form
+        (:func:`attention_paths.theory.hessian.action_hessian`).
+        ``method="reference"``: the form before issue 48, kept to check it: the energy block from the
+        4-index formula (:meth:`energy_hessian`, its memory bounded by ``max_bytes``), the entropy part (with
+        ``U_a`` re-solved inside) by central differences of its analytic gradient, accurate to about ``step^2``.
         """
         Us = self.check(Us)
+        if method == "analytic":
+            return action_hessian(self, Us)
+        if method != "reference":
+            raise ValueError(f"method must be 'analytic' or 'reference', got {method!r}")
         pk = self.packing
         u0 = pk.pack(Us)
         H = np.zeros((pk.n, pk.n))

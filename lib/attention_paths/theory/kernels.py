@@ -140,6 +140,13 @@ class PathKernel:
 
     def _lowrank_kernel(self, U) -> np.ndarray:
         if self.device is None:
+            if np.array_equal(U, U.T):
+                try:
+                    # U = L L^T: K = B B^T with B = Xi_f (I x L), a small GEMM and half the large one's reads
+                    B = (self._Xr @ np.linalg.cholesky(U)).reshape(self.P, -1)
+                    return B @ B.T
+                except np.linalg.LinAlgError:
+                    pass  # not positive definite: the general form
             XU = (self._Xr @ U.T).reshape(self.P, -1)  # Xi[q, i, :] U^T, as one GEMM
             return self._Xf @ XU.T
         Ut = torch.as_tensor(U, dtype=torch.float64, device=self.device)

@@ -1,10 +1,22 @@
 """Saddle-point solver for the order parameters (spec T§9, T§12.2).
 
-Method: L-BFGS on the reduced action in Cholesky variables ``U_l = L_l L_l^T`` (every iterate is
-positive semidefinite), started from the GP point or a warm start, followed by Newton polishing in
-the packed upper-triangular coordinates of the ``U_l`` with the analytic Hessian.  A solution is
-accepted when ``max |dS/dU_l| / N_max <= tol`` (in ``U`` space), the Hessian on symmetric directions
-is positive definite, and (optionally) independent restarts reach the same minimum.
+Two methods reach the same minimum (tests pin them to each other):
+
+* ``"bfgs"`` (the default): quasi-Newton steps in the packed upper-triangular coordinates of the ``U_l``,
+  its metric started from the **exact** Hessian (:mod:`~attention_paths.theory.hessian`) and refined by BFGS
+  updates, with a backtracking line search that keeps every iterate positive definite.  The exact Hessian
+  comes from the previous solve of a continuation (``hessian=``, what :func:`solve_continuation` passes
+  along), else it is computed at the starting point.  At the point where the gradient meets the
+  tolerance the exact Hessian is computed once more: it is the stability certificate (positive definite on
+  symmetric directions), and one Newton step with it polishes the gradient to rounding.  One Hessian and a
+  handful of gradients per solve of a continuation, instead of the 60-130 gradients of L-BFGS.
+* ``"lbfgs-newton"`` (the method before issue 48, kept as the reference): L-BFGS in Cholesky variables
+  ``U_l = L_l L_l^T`` started from the GP point or a warm start, then Newton polishing with the Hessian of
+  :meth:`Action.hessian` in its reference form (energy part from the 4-index formula, entropy part by
+  central differences), and that Hessian again at the solution.
+
+A solution is accepted when ``max |dS/dU_l| / N_max <= tol`` (in ``U`` space), the Hessian on symmetric
+directions is positive definite, and (optionally) independent restarts reach the same minimum.
 """
 
 from __future__ import annotations
@@ -15,11 +27,13 @@ from typing import Iterable, Sequence
 
 import numpy as np
 from scipy import linalg, optimize
+from scipy.sparse import linalg as sparse_linalg
 
 from attention_paths.base.progress import progress_bar
 from attention_paths.base.threads import blas_threads_for
 from attention_paths.theory.action import Action, NotPositiveDefiniteError
 from attention_paths.theory.checks import check_count, check_tolerance
+from attention_paths.theory.hessian import energy_hessian_packed, entropy_hessian
 
 __all__ = ["SolveResult", "SolverError", "solve", "solve_continuation", "random_psd_start"]
 
@@ -43,6 +57,14 @@ class SolveResult:
     converged : whether ``grad_max <= tol`` and the Hessian is positive definite
     hessian_min_eig : smallest eigenvalue of the Hessian of ``S / N_max`` (packed coordinates)
     restarts : actions and distances of the verification restarts
+    method : ``"bfgs"`` or ``"lbfgs-newton"`` (module docstring)
+    n_grad : evaluations of the action and its gradient
+    n_hessian : exact Hessians computed (the certificate included)
+    certificate_step : for ``"bfgs"``, ``max |dU|`` of the Newton step taken after the certificate Hessian
+        was computed (the certificate holds at ``U`` minus that step; 0 when no step was taken)
+    hessian : the certificate Hessian of ``S / N_max`` [n, n] (packed coordinates), handed to the next solve
+        of a continuation; ``None`` when not computed.  Not part of :meth:`summary`
+    energy_hessian : its energy part, unscaled (packed [n_1, n_1]): the ``hessian_hint`` of a nearby solve
     """
 
     Us: list
@@ -56,6 +78,12 @@ class SolveResult:
     tol: float
     restarts: list = field(default_factory=list)
     message: str = ""
+    method: str = "bfgs"
+    n_grad: int = 0
+    n_hessian: int = 0
+    certificate_step: float = 0.0
+    hessian: np.ndarray | None = field(default=None, repr=False)
+    energy_hessian: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def U(self) -> np.ndarray:
@@ -72,6 +100,10 @@ class SolveResult:
             "Ua": self.Ua,
             "restarts": self.restarts,
             "message": self.message,
+            "method": self.method,
+            "n_grad": self.n_grad,
+            "n_hessian": self.n_hessian,
+            "certificate_step": self.certificate_step,
         }
 
 
@@ -109,7 +141,7 @@ def _grad_max(action: Action, grads) -> float:
     return max(np.abs(g).max() for g in grads) / action.arch.n_max
 
 
-def _lbfgs(action: Action, Us0, max_iter: int):
+def _lbfgs(action: Action, Us0, max_iter: int, gtol: float = 1e-13):
     dims = action.arch.dims
     scale = 1.0 / action.arch.n_max
 
@@ -128,7 +160,7 @@ def _lbfgs(action: Action, Us0, max_iter: int):
         _to_chol_params(Us0),
         jac=True,
         method="L-BFGS-B",
-        options={"maxiter": max_iter, "maxcor": 30, "ftol": 1e-15, "gtol": 1e-13, "maxls": 50},
+        options={"maxiter": max_iter, "maxcor": 30, "ftol": 1e-15, "gtol": gtol, "maxls": 50},
     )
     Ls = _from_chol_params(res.x, dims)
     return [Lc @ Lc.T for Lc in Ls], int(res.nit)
@@ -145,7 +177,7 @@ def _newton(action: Action, Us, tol: float, max_steps: int):
         if _grad_max(action, grads) <= tol:
             break
         try:
-            H = action.hessian(Us) * scale
+            H = action.hessian(Us, method="reference") * scale
         except NotPositiveDefiniteError:
             break  # too close to the edge of the positive-definite cone for the Hessian's differences
         g = pk.pack_gradient(grads) * scale
@@ -175,9 +207,244 @@ def _newton(action: Action, Us, tol: float, max_steps: int):
 
 
 def _single_solve(action: Action, Us0, tol: float, max_iter: int, newton_steps: int):
+    """The reference method: L-BFGS in Cholesky variables, then Newton polishing (module docstring)."""
     Us, nit = _lbfgs(action, Us0, max_iter)
     Us, S, grads, nn = _newton(action, Us, tol, newton_steps)
     return Us, S, grads, nit, nn
+
+
+def _packed_gradient(action: Action, grads) -> np.ndarray:
+    """``dS/du`` in packed coordinates from the symmetric matrix gradients (an off-diagonal coordinate stands
+    for two entries)."""
+    out = []
+    for G, (ia, ib) in zip(grads, action.packing.triu):
+        out.append(G[ia, ib] * np.where(ia == ib, 1.0, 2.0))
+    return np.concatenate(out)
+
+
+def _embed_energy(action: Action, H_entropy, H_energy) -> np.ndarray:
+    H = H_entropy.copy()
+    n1 = action.packing.sizes[0]
+    H[:n1, :n1] += H_energy
+    return H
+
+
+class _Point:
+    """The action at one packed point: ``Us``, ``S``, the matrix gradients ``grads``, and in packed coordinates
+    the gradient of ``S / N_max`` (``g``) and that of the energy alone, unscaled (``g_energy``, block ``U_1``)."""
+
+    __slots__ = ("u", "Us", "S", "grads", "f", "g", "g_energy")
+
+    def __init__(self, action: Action, u, Us, s_ent, g_ent, s_e, G, scale):
+        self.u, self.Us = u, Us
+        self.S = s_ent + s_e
+        grads = list(g_ent)
+        grads[0] = grads[0] + G
+        self.grads = grads
+        self.f = self.S * scale
+        self.g = _packed_gradient(action, grads) * scale
+        ia, ib = action.packing.triu[0]
+        self.g_energy = G[ia, ib] * np.where(ia == ib, 1.0, 2.0)
+
+
+class _Evaluator:
+    """The action at packed points, counting evaluations; ``None`` outside the positive-definite cone."""
+
+    def __init__(self, action: Action):
+        self.action, self.n = action, 0
+        self.scale = 1.0 / action.arch.n_max
+
+    def __call__(self, u):
+        action = self.action
+        Us = action.packing.unpack(u)
+        self.n += 1
+        try:
+            s_ent, g_ent, _ = action.entropy(Us)
+            s_e, G = action.energy(Us[0])
+        except NotPositiveDefiniteError:
+            return None
+        if not (np.isfinite(s_ent) and np.isfinite(s_e)):
+            return None
+        return _Point(action, u, Us, s_ent, g_ent, s_e, G, self.scale)
+
+
+def _pd_solve(H, g):
+    """``-H^{-1} g`` for the symmetric ``H`` when it is positive definite, else ``None``."""
+    try:
+        c = linalg.cho_factor(H, lower=True, check_finite=False)
+    except linalg.LinAlgError:
+        return None
+    return -linalg.cho_solve(c, g, check_finite=False)
+
+
+def _shifted_solve(H, g):
+    """``-(H + mu I)^{-1} g`` with the smallest ``mu >= 0`` (to 10 %) that makes it positive definite: a
+    Levenberg step where the model is not convex."""
+    lam = float(linalg.eigh(H, eigvals_only=True, subset_by_index=[0, 0], driver="evr")[0])
+    scale = max(np.abs(np.diag(H)).max(), 1e-300)
+    mu = max(-1.1 * lam, 0.0) + 1e-8 * scale
+    for _ in range(60):
+        d = _pd_solve(H + mu * np.eye(H.shape[0]), g)
+        if d is not None:
+            return d
+        mu *= 2.0
+    raise SolverError("no positive-definite shift of the Hessian model found")
+
+
+STEP_CAP = 0.5
+
+
+def _step_cap(action: Action, Us, d, most: float = 0.5) -> float:
+    """The largest ``t <= 1`` for which every ``U_l`` changes by at most ``most`` in its own metric,
+    ``|| L_l^{-1} t dU_l L_l^{-T} ||_2 <= most`` (``U_l = L_l L_l^T``): the step stays well inside the
+    positive-definite cone, where the entropy's log-determinants keep the quadratic model meaningful."""
+    t = 1.0
+    for U, dU in zip(Us, action.packing.unpack(d)):
+        Lc = linalg.cholesky(U, lower=True, check_finite=False)
+        M = linalg.solve_triangular(Lc, linalg.solve_triangular(Lc, dU, lower=True).T, lower=True)
+        rho = float(np.abs(np.linalg.eigvalsh(0.5 * (M + M.T))).max())
+        if rho * t > most:
+            t = most / rho
+    return t
+
+
+def _quasi_newton(ev: _Evaluator, point: _Point, B_E, tol: float, max_iter: int):
+    """Structured quasi-Newton steps from ``point`` until ``max |dS/dU| / N <= tol``.
+
+    The metric is the entropy's Hessian, exact at every iterate (cheap: ``O(D^4)``), plus a model ``B_E`` of
+    the energy's: it starts from a neighbouring solve's exact energy Hessian (or zero), follows the energy
+    gradient's changes by Powell's symmetric Broyden updates, and is replaced by the exact energy Hessian at
+    the current point when the gradient falls by less than a factor 3 over two steps (linear convergence:
+    the model is stale).  Each step is capped so that no ``U_l`` changes by more than half in its own metric
+    (:func:`_step_cap`), then halved until it is accepted: on sufficient decrease (Armijo, 1e-4) or, where
+    the action's rounding hides the decrease, when the action is level to 1e-12 and the gradient smaller.
+    Returns the last accepted point, the model, the number of steps and of exact Hessians computed.
+    """
+    action = ev.action
+    steps, n_exact, since_exact = 0, 0, 0
+    history = [_grad_max(action, point.grads)]
+    full = []  # whether each step was taken whole (neither capped nor halved)
+    for _ in range(max_iter):
+        gmax = history[-1]
+        if gmax <= tol:
+            break
+        if since_exact >= 2 and full[-2:] == [True, True] and history[-1] > history[-3] / 3.0:
+            B_E = energy_hessian_packed(action, point.Us[0])
+            n_exact += 1
+            since_exact = 0
+        H_ent = entropy_hessian(action, point.Us)
+        H = _embed_energy(action, H_ent, B_E) * ev.scale
+        d = _pd_solve(0.5 * (H + H.T), point.g)
+        if d is None and since_exact > 0:
+            # the model is not convex: its energy part may have drifted, so the exact one here first
+            B_E = energy_hessian_packed(action, point.Us[0])
+            n_exact += 1
+            since_exact = 0
+            H = _embed_energy(action, H_ent, B_E) * ev.scale
+            d = _pd_solve(0.5 * (H + H.T), point.g)
+        if d is None:
+            d = _shifted_solve(0.5 * (H + H.T), point.g)
+        slope = float(point.g @ d)
+        if not slope < 0:
+            break
+        t, accepted = _step_cap(action, point.Us, d, STEP_CAP), None
+        while t > 1e-10:
+            trial = ev(point.u + t * d)
+            if trial is not None:
+                if trial.f <= point.f + 1e-4 * t * slope or (
+                    trial.f <= point.f + 1e-12 * abs(point.f) and _grad_max(action, trial.grads) < gmax
+                ):
+                    accepted = trial
+                    break
+            t *= 0.5
+        if accepted is None:
+            break
+        s1 = (accepted.u - point.u)[: B_E.shape[0]]
+        r = (accepted.g_energy - point.g_energy) - B_E @ s1
+        ss = float(s1 @ s1)
+        if ss > 0:
+            # Powell's symmetric Broyden update: the least change (Frobenius) with B_E s = the energy's secant
+            B_E = B_E + (np.outer(r, s1) + np.outer(s1, r)) / ss - (float(r @ s1) / ss**2) * np.outer(s1, s1)
+        point = accepted
+        steps += 1
+        since_exact += 1
+        history.append(_grad_max(action, point.grads))
+        full.append(t == 1.0)
+    return point, B_E, steps, n_exact
+
+
+def _min_eigenvalue(H):
+    """Smallest eigenvalue of the symmetric ``H`` and, when it is positive, ``H``'s Cholesky factor.
+
+    Positive definite: ``1 / lambda_max(H^{-1})`` by Lanczos iterations on the factor's solves (relative
+    accuracy 1e-12, a few dozen solves instead of a full eigendecomposition); otherwise (or should Lanczos
+    not converge) from the symmetric eigensolver.
+    """
+    try:
+        factor = linalg.cho_factor(H, lower=True, check_finite=False)
+    except linalg.LinAlgError:
+        return float(linalg.eigh(H, eigvals_only=True, subset_by_index=[0, 0], driver="evr")[0]), None
+    n = H.shape[0]
+    if n > 50:
+        op = sparse_linalg.LinearOperator((n, n), matvec=lambda v: linalg.cho_solve(factor, v, check_finite=False))
+        try:
+            top = sparse_linalg.eigsh(op, k=1, which="LA", tol=1e-12, v0=np.ones(n), return_eigenvectors=False)
+            return float(1.0 / top[0]), factor
+        except sparse_linalg.ArpackNoConvergence:
+            pass
+    return float(linalg.eigh(H, eigvals_only=True, subset_by_index=[0, 0], driver="evr")[0]), factor
+
+
+def _bfgs_solve(action: Action, Us0, tol: float, max_iter: int, energy_hint=None, certify: bool = True):
+    """The default method (module docstring).  Returns ``(Us, S, grads, n_steps, n_newton, extra)`` with
+    ``extra`` holding the certificate: the scaled Hessian, its smallest eigenvalue, the energy Hessian, the
+    polishing step's size and the counts of gradients and Hessians."""
+    ev = _Evaluator(action)
+    pk = action.packing
+    point = ev(pk.pack(Us0))
+    if point is None:
+        raise NotPositiveDefiniteError("the starting point is outside the positive-definite cone")
+    n_hess, steps = 0, 0
+    # without a neighbour's energy Hessian the model starts from zero: the first steps are Newton steps of the
+    # entropy, and the rank-one updates learn the energy's curvature along the way (fewer gradients and one
+    # Hessian fewer than starting from the exact Hessian at a cold start: benchmarks/README.md)
+    B_E = energy_hint if energy_hint is not None else np.zeros((pk.sizes[0],) * 2)
+    for attempt in range(3):
+        if B_E is None:
+            B_E = energy_hessian_packed(action, point.Us[0])
+            n_hess += 1
+        point, B_E, k, n_exact = _quasi_newton(ev, point, B_E, tol, max_iter - steps)
+        steps += k
+        n_hess += n_exact
+        if _grad_max(action, point.grads) <= tol or steps >= max_iter:
+            break
+        B_E = None  # the model stalled: the exact energy Hessian here
+    Us, S, grads = point.Us, point.S, point.grads
+    extra = {"n_grad": ev.n, "n_hessian": n_hess, "step": 0.0, "hessian": None, "min_eig": None, "energy": None}
+    if not certify:
+        return Us, S, grads, steps, 0, extra
+    # the certificate: the exact Hessian where the gradient met the tolerance, then one Newton step with it
+    try:
+        H_E = energy_hessian_packed(action, Us[0])
+    except NotPositiveDefiniteError:
+        return Us, S, grads, steps, 0, extra
+    H = _embed_energy(action, entropy_hessian(action, Us), H_E) * ev.scale
+    extra["n_hessian"] = n_hess + 1
+    H = 0.5 * (H + H.T)
+    extra["hessian"], extra["energy"] = H, H_E
+    extra["min_eig"], factor = _min_eigenvalue(H)
+    nn = 0
+    if factor is not None:
+        trial = ev(point.u - linalg.cho_solve(factor, point.g, check_finite=False))
+        if trial is not None and _grad_max(action, trial.grads) < _grad_max(action, grads):
+            extra["step"] = max(float(np.abs(a - b).max()) for a, b in zip(trial.Us, Us))
+            Us, S, grads = trial.Us, trial.S, trial.grads
+            nn = 1
+    extra["n_grad"] = ev.n
+    return Us, S, grads, steps, nn, extra
+
+
+METHODS = ("bfgs", "lbfgs-newton")
 
 
 def solve(
@@ -185,12 +452,14 @@ def solve(
     init: Sequence[np.ndarray] | None = None,
     *,
     tol: float = 1e-8,
-    max_iter: int = 20000,
+    max_iter: int | None = None,
     newton_steps: int = 8,
     n_restarts: int = 1,
     seed: int = 0,
     check_hessian: bool = True,
     raise_on_failure: bool = True,
+    method: str = "bfgs",
+    hessian_hint: np.ndarray | None = None,
 ) -> SolveResult:
     """Minimise the reduced action over positive-definite ``U_1, ..., U_L`` (spec T§12.2).
 
@@ -199,12 +468,16 @@ def solve(
     action : the :class:`~attention_paths.theory.action.Action` to minimise
     init : starting point ``[U_1, ..., U_L]`` (default: the GP point)
     tol : convergence threshold on ``max |dS/dU_l| / N_max``
-    max_iter : L-BFGS iteration cap
-    newton_steps : cap on Newton polishing steps
+    max_iter : iteration cap: quasi-Newton steps (default 500) or, for ``"lbfgs-newton"``, L-BFGS iterations
+        (default 20,000)
+    newton_steps : cap on Newton polishing steps (``"lbfgs-newton"``)
     n_restarts : verification restarts from the GP point perturbed by random PSD matrices
         (seeded by ``seed``); the lowest action wins and disagreements are recorded and warned about
     check_hessian : compute the Hessian at the solution and require it to be positive definite
     raise_on_failure : raise :class:`SolverError` instead of returning ``converged=False``
+    method : ``"bfgs"`` (default) or ``"lbfgs-newton"`` (the reference; module docstring)
+    hessian_hint : for ``"bfgs"``, the energy Hessian of a nearby solve (``SolveResult.energy_hessian``,
+        packed [n_1, n_1]) to start the metric from instead of computing it at ``init``
 
     Returns
     -------
@@ -227,14 +500,33 @@ def solve(
     >>> wide = ap.solve(ap.Action(ap.PathKernel(X), y, 0.5, ap.Architecture.uniform((2, 2), 10**6)))
     >>> bool(np.abs(wide.U - np.eye(4)).max() < 1e-4)
     True
+
+    The reference method reaches the same point:
+
+    >>> ref = ap.solve(ap.Action(ap.PathKernel(X), y, 0.5, ap.Architecture.uniform((2, 2), 10)), method="lbfgs-newton")
+    >>> bool(np.abs(ref.U - res.U).max() < 1e-10)
+    True
     """
     tol = check_tolerance(tol)
+    if max_iter is None:
+        max_iter = 500 if method == "bfgs" else 20000
     max_iter = check_count(max_iter, "max_iter", 1)
     newton_steps = check_count(newton_steps, "newton_steps", 0)
     n_restarts = check_count(n_restarts, "n_restarts", 0)
     if not isinstance(action, Action):
         raise TypeError(f"solve needs an attention_paths.Action, got {type(action).__name__}")
-    with blas_threads_for(action.kernel.P):
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if hessian_hint is not None:
+        n1 = action.packing.sizes[0]
+        hessian_hint = np.asarray(hessian_hint, dtype=float)
+        if hessian_hint.shape != (n1, n1) or not np.isfinite(hessian_hint).all():
+            raise ValueError(
+                f"hessian_hint must be a finite [{n1}, {n1}] energy Hessian (SolveResult.energy_hessian of a solve "
+                f"with the same paths), got shape {hessian_hint.shape}"
+            )
+    k = action.kernel
+    with blas_threads_for(k.P, k.P * k.N0 * k.n_paths):
         return _solve(
             action,
             init,
@@ -245,10 +537,21 @@ def solve(
             seed=seed,
             check_hessian=check_hessian,
             raise_on_failure=raise_on_failure,
+            method=method,
+            hint=hessian_hint,
         )
 
 
-def _solve(action, init, *, tol, max_iter, newton_steps, n_restarts, seed, check_hessian, raise_on_failure):
+def _one(action, Us0, tol, max_iter, newton_steps, method, hint, check_hessian):
+    if method == "bfgs":
+        return _bfgs_solve(action, Us0, tol, max_iter, hint, certify=check_hessian)
+    Us, S, grads, nit, nn = _single_solve(action, Us0, tol, max_iter, newton_steps)
+    return Us, S, grads, nit, nn, None
+
+
+def _solve(
+    action, init, *, tol, max_iter, newton_steps, n_restarts, seed, check_hessian, raise_on_failure, method, hint
+):
     gp, _ = action.arch.gp_order_parameters()
     Us0 = gp if init is None else action.check(init)
     for l, U in enumerate(Us0):
@@ -260,11 +563,13 @@ def _solve(action, init, *, tol, max_iter, newton_steps, n_restarts, seed, check
                 f"initial U_{l + 1} is numerically singular (eigenvalues {w.min():.1e} .. {w.max():.1e}); "
                 "start from the GP point (init=None) or a well-conditioned positive-definite matrix"
             )
-    Us, S, grads, nit, nn = _single_solve(action, Us0, tol, max_iter, newton_steps)
+    Us, S, grads, nit, nn, extra = _one(action, Us0, tol, max_iter, newton_steps, method, hint, check_hessian)
     rng = np.random.default_rng(seed)
     restarts = []
     for _ in range(n_restarts):
-        Ur, Sr, gr, nit_r, nn_r = _single_solve(action, random_psd_start(action, rng), tol, max_iter, newton_steps)
+        Ur, Sr, gr, *_, extra_r = _one(
+            action, random_psd_start(action, rng), tol, max_iter, newton_steps, method, None, check_hessian
+        )
         dU = max(np.abs(a - b).max() for a, b in zip(Ur, Us))
         record = {
             "action": float(Sr),
@@ -281,19 +586,24 @@ def _solve(action, init, *, tol, max_iter, newton_steps, n_restarts, seed, check
                 stacklevel=2,
             )
             if Sr < S:
-                Us, S, grads = Ur, Sr, gr
+                Us, S, grads, extra = Ur, Sr, gr, extra_r
     gmax = _grad_max(action, grads)
     finite = bool(np.isfinite(S) and np.isfinite(gmax))
     min_eig = None
+    hessian = energy = None
     if check_hessian and finite:
-        try:
-            min_eig = float(np.linalg.eigvalsh(action.hessian(Us) / action.arch.n_max).min())
-        except NotPositiveDefiniteError as err:
-            raise SolverError(
-                f"the solution lies on the edge of the positive-definite cone ({err}), so its Hessian "
-                f"cannot be evaluated; the widths {action.arch.widths} or the temperature "
-                f"{action.tau} are probably out of the theory's range for these data"
-            ) from None
+        if extra is not None and extra["hessian"] is not None:
+            min_eig, hessian, energy = extra["min_eig"], extra["hessian"], extra["energy"]
+        else:
+            try:
+                H = action.hessian(Us, method="reference" if method == "lbfgs-newton" else "analytic")
+                min_eig = float(np.linalg.eigvalsh(H / action.arch.n_max).min())
+            except NotPositiveDefiniteError as err:
+                raise SolverError(
+                    f"the solution lies on the edge of the positive-definite cone ({err}), so its Hessian "
+                    f"cannot be evaluated; the widths {action.arch.widths} or the temperature "
+                    f"{action.tau} are probably out of the theory's range for these data"
+                ) from None
     converged = finite and gmax <= tol and (min_eig is None or min_eig > 0)
     if not finite:
         msg = (
@@ -304,7 +614,11 @@ def _solve(action, init, *, tol, max_iter, newton_steps, n_restarts, seed, check
         msg = (
             "converged"
             if converged
-            else (f"not converged: max|dS/dU|/N = {gmax:.3e} (tol {tol:.1e}), Hessian min eigenvalue = {min_eig}")
+            else (
+                f"not converged: max|dS/dU|/N = {gmax:.3e} (tol {tol:.1e}), Hessian min eigenvalue = {min_eig}; "
+                f"if the solve is not merely short of iterations, the widths {action.arch.widths} or the temperature "
+                f"{action.tau} may be out of the theory's range for these data"
+            )
         )
     result = SolveResult(
         Us=Us,
@@ -318,6 +632,12 @@ def _solve(action, init, *, tol, max_iter, newton_steps, n_restarts, seed, check
         tol=tol,
         restarts=restarts,
         message=msg,
+        method=method,
+        n_grad=extra["n_grad"] if extra else 0,
+        n_hessian=(extra["n_hessian"] if extra else nn + int(min_eig is not None)),
+        certificate_step=extra["step"] if extra else 0.0,
+        hessian=hessian,
+        energy_hessian=energy,
     )
     if not converged and raise_on_failure:
         raise SolverError(msg)
@@ -330,12 +650,20 @@ def solve_continuation(
     """Solve a sequence of actions in the given order, warm-starting each from the previous solution.
 
     Order the sequence from the GP side (largest width, or highest temperature) towards the
-    strongly renormalised side.  Keyword arguments go to :func:`solve`.
+    strongly renormalised side.  Each solve of the default method starts its metric from the previous
+    solve's certificate (the energy Hessian; the entropy part is recomputed exactly), so a step along the
+    sequence costs one exact Hessian and a few gradients.  Keyword arguments go to :func:`solve`.
     """
     actions = list(actions)
-    results, prev = [], None
+    results, prev, hint = [], None, None
     for action in progress_bar(actions, desc=desc, disable=not progress):
-        res = solve(action, init=prev, **kwargs)
+        res = solve(action, init=prev, hessian_hint=hint, **kwargs)
         results.append(res)
         prev = res.Us
+        hint = (
+            res.energy_hessian
+            if res.energy_hessian is not None and res.energy_hessian.shape == (action.packing.sizes[0],) * 2
+            else None
+        )
+        res.hessian = res.energy_hessian = None  # handed on; not kept in every result (n^2 floats each)
     return results
