@@ -13,11 +13,12 @@ Cases (issue 2, section 5):
   (d) --scaling: one kernel set-up plus three evaluations of the action and its gradient at the GP point
       (what every solver iteration costs; a solve takes 25-130 of them, see (c)), growing P up to 10,000
       (low-rank form), the number of paths up to 64 and N0 up to 768, with log-log slopes.
-  (e) --architectures: the paper's other networks at P=600, N=100 (issue 36): 2x4 (16 paths), 3x3 (27 paths,
-      three nested order parameters) and 2x8 (64 paths): one Hessian of the action (what the solver's Newton
-      steps and its verification cost) with the energy Hessian in one block (the form before issue 36: its
-      (N0 Pi)^2 feature Gram and a transposed copy, 2.4 GB at 64 paths) and in blocks of at most
-      DEFAULT_HESSIAN_BYTES, then a whole solve (continuation-free, no restarts, Hessian verified).
+  (e) --architectures (issue 48): the old solver (L-BFGS in Cholesky variables + Newton with the reference
+      Hessian, method="lbfgs-newton") and the new one (structured quasi-Newton with the analytic Hessian,
+      method="bfgs") side by side at 16, 27 and 64 paths (P=600, N=100 and 10, cold starts): time, peak
+      memory, steps, gradients, exact Hessians, final gradient and the certificate's smallest eigenvalue;
+      a continuation over the paper's 10 widths at 64 paths (the cost of a theory grid's column); and the
+      new solver's growth with the paths (16, 27, 64, 125 = 3 layers x 5 heads) and with P (600 -> 2000).
 Peak memory is the peak of Python/numpy allocations (tracemalloc) during the case.
 """
 
@@ -134,30 +135,69 @@ def case_hessian(heads, max_bytes, P=600, N=100, tau=0.5):
     return dict(paths=int(np.prod(heads)), seconds=dt, peak_MiB=mem, n=H.shape[0]), H
 
 
-def architectures():
-    from attention_paths.theory.action import DEFAULT_HESSIAN_BYTES
+def _solve_case(feats, y, heads, N, tau, method, init=None, hint=None):
+    """One solve (no restarts, Hessian verified) with its time and peak memory."""
+    k = ap.PathKernel(feats)
+    act = ap.Action(k, y, tau, ap.Architecture.uniform(heads, N))
+    res, dt, mem = measure(lambda: ap.solve(act, init=init, hessian_hint=hint, n_restarts=0, method=method))
+    return res, dt, mem, k.mode
 
+
+def _row(label, method, res, dt, mem, note=""):
     print(
-        f"# the other architectures on {platform.machine()}, {platform.python_version()}, numpy {np.__version__}: "
-        "P=600, N0=192, T=48, N=100, tau=0.5"
+        f"{label:<22} {method:<13} {dt:9.2f} {mem:11.1f} {res.n_iter:6d} {res.n_grad:6d} {res.n_hessian:4d} "
+        f"{res.grad_max:10.1e} {res.hessian_min_eig:11.3e}  {note}",
+        flush=True,
     )
-    print(f"{'heads':<10} {'paths':>5} {'what':<34} {'time [s]':>9} {'peak [MiB]':>11}  note", flush=True)
+
+
+def architectures(with_old: bool = True, growth: bool = True):
+    """Issue 48: old and new solvers side by side at 16, 27 and 64 paths (P = 600, N = 100 and N = 10, cold
+    starts from the GP point), a continuation over the paper's 10 widths at 64 paths (new solver: what one
+    point of a theory grid costs), and how the new solver's cost grows with the paths (16 -> 27 -> 64 -> 125)
+    and with P (600 -> 2000)."""
+    print(
+        f"# solvers side by side on {platform.machine()}, {platform.python_version()}, numpy {np.__version__}: "
+        "N0=192, T=48, random query/key heads, tau=0.5, cold starts (GP point), no restarts, Hessian verified"
+    )
+    head = (
+        f"{'case':<22} {'method':<13} {'time [s]':>9} {'peak [MiB]':>11} {'steps':>6} {'grads':>6} {'hess':>4} "
+        f"{'max|dS/dU|/N':>10} {'min eig H':>11}  note"
+    )
+    print(head, flush=True)
     for heads in [(4, 4), (3, 3, 3), (8, 8)]:
-        one, H1 = case_hessian(heads, 1e15)
-        blocked, H2 = case_hessian(heads, DEFAULT_HESSIAN_BYTES)
-        diff = float(np.abs(H1 - H2).max() / np.abs(H1).max())
-        del H1, H2
-        for what, r, note in (
-            ("Hessian, energy block in one piece", one, f"{one['n']} unknowns"),
-            (f"Hessian, blocks <= {DEFAULT_HESSIAN_BYTES / 2**20:.0f} MiB", blocked, f"max rel. diff {diff:.1e}"),
-        ):
-            print(f"{str(heads):<10} {r['paths']:5d} {what:<34} {r['seconds']:9.2f} {r['peak_MiB']:11.1f}  {note}")
-        r = case_single(600, heads, N=100, restarts=0)
-        print(
-            f"{str(heads):<10} {r['paths']:5d} {'solve (' + r['case'].rsplit('[', 1)[-1].rstrip(']') + ' kernel)':<34} "
-            f"{r['seconds']:9.2f} {r['peak_MiB']:11.1f}  {r['iters']} iterations, max|dS/dU|/N {r['grad']:.1e}",
-            flush=True,
-        )
+        feats, y = make_features(600, 192, 48, heads, "QK", "mean")
+        Pi = int(np.prod(heads))
+        for N in (100, 10):
+            label = f"P=600 {Pi} paths N={N}"
+            new, dt_new, mem_new, mode = _solve_case(feats, y, heads, N, 0.5, "bfgs")
+            if with_old:
+                old, dt_old, mem_old, _ = _solve_case(feats, y, heads, N, 0.5, "lbfgs-newton")
+                dU = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(new.Us, old.Us))
+                _row(label, "lbfgs-newton", old, dt_old, mem_old, f"[{mode}]")
+                _row(label, "bfgs", new, dt_new, mem_new, f"{dt_old / dt_new:.1f}x faster; max|dU|/|U| {dU:.1e}")
+            else:
+                _row(label, "bfgs", new, dt_new, mem_new, f"[{mode}]")
+    # a continuation over the paper's widths at 64 paths: each solve warm-started with its neighbour's Hessian
+    feats, y = make_features(600, 192, 48, (8, 8), "QK", "mean")
+    widths = [10000, 5000, 2000, 1000, 500, 200, 100, 50, 20, 10]
+    k = ap.PathKernel(feats)
+    acts = [ap.Action(k, y, 0.5, ap.Architecture.uniform((8, 8), N)) for N in widths]
+    res, dt, mem = measure(lambda: ap.solve_continuation(acts, n_restarts=0))
+    print(
+        f"{'P=600 64 paths 10 N':<22} {'bfgs':<13} {dt:9.2f} {mem:11.1f} {sum(r.n_iter for r in res):6d} "
+        f"{sum(r.n_grad for r in res):6d} {sum(r.n_hessian for r in res):4d} {max(r.grad_max for r in res):10.1e} "
+        f"{min(r.hessian_min_eig for r in res):11.3e}  continuation N=10^4..10: {dt / len(widths):.1f} s per width",
+        flush=True,
+    )
+    if not growth:
+        return
+    print("# growth of the new solver's cost (cold start, N=10, tau=0.5)")
+    print(head, flush=True)
+    for P, heads in [(600, (4, 4)), (600, (3, 3, 3)), (600, (8, 8)), (600, (5, 5, 5)), (1000, (8, 8)), (2000, (8, 8))]:
+        feats, y = make_features(P, 192, 48, heads, "QK", "mean")
+        res, dt, mem, mode = _solve_case(feats, y, heads, 10, 0.5, "bfgs")
+        _row(f"P={P} {int(np.prod(heads))} paths N=10", "bfgs", res, dt, mem, f"[{mode}] {res.Us[0].shape[0]} x U_1")
 
 
 def scaling():
@@ -197,13 +237,17 @@ def main():
     ap_ = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap_.add_argument("--fast", action="store_true", help="skip P >= 2000 and 64 paths")
     ap_.add_argument("--scaling", action="store_true", help="per-evaluation cost up to P=10000, 64 paths, N0=768")
-    ap_.add_argument("--architectures", action="store_true", help="Hessian and solve at 16, 27 and 64 paths")
+    ap_.add_argument(
+        "--architectures", action="store_true", help="old and new solvers at 16, 27 and 64 paths; growth to 125 paths"
+    )
+    ap_.add_argument("--no-old", action="store_true", help="with --architectures: the new solver only")
+    ap_.add_argument("--no-growth", action="store_true", help="with --architectures: skip the growth table")
     args = ap_.parse_args()
     if args.scaling:
         scaling()
         return
     if args.architectures:
-        architectures()
+        architectures(with_old=not args.no_old, growth=not args.no_growth)
         return
     print(f"# solver benchmark on {platform.machine()}, {platform.python_version()}, numpy {np.__version__}")
     print(f"{'case':<48} {'time [s]':>9} {'peak [MiB]':>11} {'iters':>6} {'max|dS/dU|/N':>13}  target", flush=True)
