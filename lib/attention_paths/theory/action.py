@@ -73,9 +73,15 @@ class Packing:
         R = M[r1] + M[r2] * off[:, None]
         return R[:, r1] + R[:, r2] * off[None, :]
 
+    def pack_block(self, G, l: int = 0) -> np.ndarray:
+        """``E_l^T vec(G)`` for a symmetric [D_l, D_l] gradient ``G`` of block ``l``, by indexing: an
+        off-diagonal coordinate stands for ``G_ab`` and ``G_ba``."""
+        ia, ib = self.triu[l]
+        return G[ia, ib] + G[ib, ia] * (ia != ib)
+
     def pack_gradient(self, Gs) -> np.ndarray:
         """Derivative with respect to the packed coordinates from symmetric matrix gradients."""
-        return np.concatenate([E.T @ G.reshape(-1) for E, G in zip(self.E, Gs)])
+        return np.concatenate([self.pack_block(G, l) for l, G in enumerate(Gs)])
 
 
 class Action:

@@ -141,7 +141,7 @@ def _grad_max(action: Action, grads) -> float:
     return max(np.abs(g).max() for g in grads) / action.arch.n_max
 
 
-def _lbfgs(action: Action, Us0, max_iter: int, gtol: float = 1e-13):
+def _lbfgs(action: Action, Us0, max_iter: int):
     dims = action.arch.dims
     scale = 1.0 / action.arch.n_max
 
@@ -160,7 +160,7 @@ def _lbfgs(action: Action, Us0, max_iter: int, gtol: float = 1e-13):
         _to_chol_params(Us0),
         jac=True,
         method="L-BFGS-B",
-        options={"maxiter": max_iter, "maxcor": 30, "ftol": 1e-15, "gtol": gtol, "maxls": 50},
+        options={"maxiter": max_iter, "maxcor": 30, "ftol": 1e-15, "gtol": 1e-13, "maxls": 50},
     )
     Ls = _from_chol_params(res.x, dims)
     return [Lc @ Lc.T for Lc in Ls], int(res.nit)
@@ -213,15 +213,6 @@ def _single_solve(action: Action, Us0, tol: float, max_iter: int, newton_steps: 
     return Us, S, grads, nit, nn
 
 
-def _packed_gradient(action: Action, grads) -> np.ndarray:
-    """``dS/du`` in packed coordinates from the symmetric matrix gradients (an off-diagonal coordinate stands
-    for two entries)."""
-    out = []
-    for G, (ia, ib) in zip(grads, action.packing.triu):
-        out.append(G[ia, ib] * np.where(ia == ib, 1.0, 2.0))
-    return np.concatenate(out)
-
-
 def _embed_energy(action: Action, H_entropy, H_energy) -> np.ndarray:
     H = H_entropy.copy()
     n1 = action.packing.sizes[0]
@@ -242,9 +233,8 @@ class _Point:
         grads[0] = grads[0] + G
         self.grads = grads
         self.f = self.S * scale
-        self.g = _packed_gradient(action, grads) * scale
-        ia, ib = action.packing.triu[0]
-        self.g_energy = G[ia, ib] * np.where(ia == ib, 1.0, 2.0)
+        self.g = action.packing.pack_gradient(grads) * scale
+        self.g_energy = action.packing.pack_block(G, 0)
 
 
 class _Evaluator:
@@ -444,6 +434,29 @@ def _bfgs_solve(action: Action, Us0, tol: float, max_iter: int, energy_hint=None
     return Us, S, grads, steps, nn, extra
 
 
+def _checked_settings(action, tol, max_iter, newton_steps, n_restarts, method, hint):
+    """:func:`solve`'s settings checked (``ValueError``/``TypeError`` naming the setting), defaults filled."""
+    tol = check_tolerance(tol)
+    if max_iter is None:
+        max_iter = 500 if method == "bfgs" else 20000
+    max_iter = check_count(max_iter, "max_iter", 1)
+    newton_steps = check_count(newton_steps, "newton_steps", 0)
+    n_restarts = check_count(n_restarts, "n_restarts", 0)
+    if not isinstance(action, Action):
+        raise TypeError(f"solve needs an attention_paths.Action, got {type(action).__name__}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if hint is not None:
+        n1 = action.packing.sizes[0]
+        hint = np.asarray(hint, dtype=float)
+        if hint.shape != (n1, n1) or not np.isfinite(hint).all():
+            raise ValueError(
+                f"hessian_hint must be a finite [{n1}, {n1}] energy Hessian (SolveResult.energy_hessian of a solve "
+                f"with the same paths), got shape {hint.shape}"
+            )
+    return tol, max_iter, newton_steps, n_restarts, hint
+
+
 METHODS = ("bfgs", "lbfgs-newton")
 
 
@@ -507,24 +520,9 @@ def solve(
     >>> bool(np.abs(ref.U - res.U).max() < 1e-10)
     True
     """
-    tol = check_tolerance(tol)
-    if max_iter is None:
-        max_iter = 500 if method == "bfgs" else 20000
-    max_iter = check_count(max_iter, "max_iter", 1)
-    newton_steps = check_count(newton_steps, "newton_steps", 0)
-    n_restarts = check_count(n_restarts, "n_restarts", 0)
-    if not isinstance(action, Action):
-        raise TypeError(f"solve needs an attention_paths.Action, got {type(action).__name__}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if hessian_hint is not None:
-        n1 = action.packing.sizes[0]
-        hessian_hint = np.asarray(hessian_hint, dtype=float)
-        if hessian_hint.shape != (n1, n1) or not np.isfinite(hessian_hint).all():
-            raise ValueError(
-                f"hessian_hint must be a finite [{n1}, {n1}] energy Hessian (SolveResult.energy_hessian of a solve "
-                f"with the same paths), got shape {hessian_hint.shape}"
-            )
+    tol, max_iter, newton_steps, n_restarts, hessian_hint = _checked_settings(
+        action, tol, max_iter, newton_steps, n_restarts, method, hessian_hint
+    )
     k = action.kernel
     with blas_threads_for(k.P, k.P * k.N0 * k.n_paths):
         return _solve(
@@ -549,9 +547,8 @@ def _one(action, Us0, tol, max_iter, newton_steps, method, hint, check_hessian):
     return Us, S, grads, nit, nn, None
 
 
-def _solve(
-    action, init, *, tol, max_iter, newton_steps, n_restarts, seed, check_hessian, raise_on_failure, method, hint
-):
+def _check_start(action, init) -> list:
+    """The starting point (default: the GP point), refused when not positive definite or numerically singular."""
     gp, _ = action.arch.gp_order_parameters()
     Us0 = gp if init is None else action.check(init)
     for l, U in enumerate(Us0):
@@ -563,63 +560,82 @@ def _solve(
                 f"initial U_{l + 1} is numerically singular (eigenvalues {w.min():.1e} .. {w.max():.1e}); "
                 "start from the GP point (init=None) or a well-conditioned positive-definite matrix"
             )
-    Us, S, grads, nit, nn, extra = _one(action, Us0, tol, max_iter, newton_steps, method, hint, check_hessian)
-    rng = np.random.default_rng(seed)
-    restarts = []
-    for _ in range(n_restarts):
-        Ur, Sr, gr, *_, extra_r = _one(
-            action, random_psd_start(action, rng), tol, max_iter, newton_steps, method, None, check_hessian
+    return Us0
+
+
+def _restart(action, best, rng, one) -> tuple[dict, tuple]:
+    """One verification restart from a random PSD perturbation of the GP point: its record, and the better of
+    it and ``best`` (``(Us, S, grads, nit, nn, extra)``), warning when they disagree."""
+    Us, S = best[0], best[1]
+    other = one(random_psd_start(action, rng))
+    Ur, Sr, gr = other[:3]
+    dU = max(np.abs(a - b).max() for a, b in zip(Ur, Us))
+    record = {
+        "action": float(Sr),
+        "delta_action_rel": float(abs(Sr - S) / max(1.0, abs(S))),
+        "max_abs_dU": float(dU),
+        "grad_max": float(_grad_max(action, gr)),
+    }
+    if record["delta_action_rel"] > 1e-10 or dU > 1e-6:
+        warnings.warn(
+            f"restart reached a different stationary point (dS/|S|={record['delta_action_rel']:.2e}, "
+            f"max|dU|={dU:.2e}); keeping the lower action",
+            RuntimeWarning,
+            stacklevel=3,
         )
-        dU = max(np.abs(a - b).max() for a, b in zip(Ur, Us))
-        record = {
-            "action": float(Sr),
-            "delta_action_rel": float(abs(Sr - S) / max(1.0, abs(S))),
-            "max_abs_dU": float(dU),
-            "grad_max": float(_grad_max(action, gr)),
-        }
-        restarts.append(record)
-        if record["delta_action_rel"] > 1e-10 or dU > 1e-6:
-            warnings.warn(
-                f"restart reached a different stationary point (dS/|S|={record['delta_action_rel']:.2e}, "
-                f"max|dU|={dU:.2e}); keeping the lower action",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            if Sr < S:
-                Us, S, grads, extra = Ur, Sr, gr, extra_r
-    gmax = _grad_max(action, grads)
-    finite = bool(np.isfinite(S) and np.isfinite(gmax))
-    min_eig = None
-    hessian = energy = None
-    if check_hessian and finite:
-        if extra is not None and extra["hessian"] is not None:
-            min_eig, hessian, energy = extra["min_eig"], extra["hessian"], extra["energy"]
-        else:
-            try:
-                H = action.hessian(Us, method="reference" if method == "lbfgs-newton" else "analytic")
-                min_eig = float(np.linalg.eigvalsh(H / action.arch.n_max).min())
-            except NotPositiveDefiniteError as err:
-                raise SolverError(
-                    f"the solution lies on the edge of the positive-definite cone ({err}), so its Hessian "
-                    f"cannot be evaluated; the widths {action.arch.widths} or the temperature "
-                    f"{action.tau} are probably out of the theory's range for these data"
-                ) from None
-    converged = finite and gmax <= tol and (min_eig is None or min_eig > 0)
+        if Sr < S:
+            return record, (Ur, Sr, gr, best[3], best[4], other[5])  # the first solve's counts, as before
+    return record, best
+
+
+def _certificate(action, Us, extra, method):
+    """``(min_eig, hessian, energy_hessian)`` at the solution: the quasi-Newton solve's own, else computed."""
+    if extra is not None and extra["hessian"] is not None:
+        return extra["min_eig"], extra["hessian"], extra["energy"]
+    try:
+        H = action.hessian(Us, method="reference" if method == "lbfgs-newton" else "analytic")
+    except NotPositiveDefiniteError as err:
+        raise SolverError(
+            f"the solution lies on the edge of the positive-definite cone ({err}), so its Hessian "
+            f"cannot be evaluated; the widths {action.arch.widths} or the temperature "
+            f"{action.tau} are probably out of the theory's range for these data"
+        ) from None
+    return float(np.linalg.eigvalsh(H / action.arch.n_max).min()), None, None
+
+
+def _message(action, S, gmax, tol, min_eig, finite, converged) -> str:
     if not finite:
-        msg = (
+        return (
             f"not converged: the action ({S}) or its gradient (max {gmax}) is not finite -- the features are "
             "probably too large (or too small) for float64; rescale them"
         )
-    else:
-        msg = (
-            "converged"
-            if converged
-            else (
-                f"not converged: max|dS/dU|/N = {gmax:.3e} (tol {tol:.1e}), Hessian min eigenvalue = {min_eig}; "
-                f"if the solve is not merely short of iterations, the widths {action.arch.widths} or the temperature "
-                f"{action.tau} may be out of the theory's range for these data"
-            )
-        )
+    if converged:
+        return "converged"
+    return (
+        f"not converged: max|dS/dU|/N = {gmax:.3e} (tol {tol:.1e}), Hessian min eigenvalue = {min_eig}; "
+        f"if the solve is not merely short of iterations, the widths {action.arch.widths} or the temperature "
+        f"{action.tau} may be out of the theory's range for these data"
+    )
+
+
+def _solve(
+    action, init, *, tol, max_iter, newton_steps, n_restarts, seed, check_hessian, raise_on_failure, method, hint
+):
+    one = lambda Us0, h=None: _one(action, Us0, tol, max_iter, newton_steps, method, h, check_hessian)  # noqa: E731
+    best = one(_check_start(action, init), hint)
+    rng = np.random.default_rng(seed)
+    restarts = []
+    for _ in range(n_restarts):
+        record, best = _restart(action, best, rng, one)
+        restarts.append(record)
+    Us, S, grads, nit, nn, extra = best
+    gmax = _grad_max(action, grads)
+    finite = bool(np.isfinite(S) and np.isfinite(gmax))
+    min_eig = hessian = energy = None
+    if check_hessian and finite:
+        min_eig, hessian, energy = _certificate(action, Us, extra, method)
+    converged = finite and gmax <= tol and (min_eig is None or min_eig > 0)
+    msg = _message(action, S, gmax, tol, min_eig, finite, converged)
     result = SolveResult(
         Us=Us,
         Ua=action.ua(Us[-1]),

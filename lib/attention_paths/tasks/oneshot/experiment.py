@@ -128,11 +128,7 @@ def run_oneshot(
     sampling temperature when sampling, and the run records them in its ``config``.
     """
     scale = get_scale(scale)
-    cfg = asdict(ONESHOT_EXPERIMENT[scale])
-    cfg["network"] = network or cfg["network"]
-    cfg.update(restricted_grid(cfg, widths, taus, sample=bool(samples) if samples is not None else sample))
-    if budget:
-        cfg["sampling"] = with_budget(cfg["sampling"], budget)
+    cfg = _run_config(scale, network, widths, taus, bool(samples) if samples is not None else sample, budget)
     t0 = time.perf_counter()
     net, rec = None, record
     if data is None:
@@ -182,6 +178,16 @@ def run_oneshot(
         data=data,
         samples=samples,
     )
+
+
+def _run_config(scale: str, network, widths, taus, sample: bool, budget) -> dict:
+    """The scale's configuration as a dict, with the run's network, restricted grid and sampler budget."""
+    cfg = asdict(ONESHOT_EXPERIMENT[scale])
+    cfg["network"] = network or cfg["network"]
+    cfg.update(restricted_grid(cfg, widths, taus, sample=sample))
+    if budget:
+        cfg["sampling"] = with_budget(cfg["sampling"], budget)
+    return cfg
 
 
 def restricted_grid(cfg: dict, widths=None, taus=None, *, sample: bool = False) -> dict:
