@@ -1,6 +1,7 @@
-"""The 2 x 8 network's theory on the paper's full 10 x 10 grid (issue 48 §2), computed with the quasi-Newton solver,
-against the restricted 4 x 6 grid and its tau = 0.01 supplement that the solver before it computed: every point
-they share has the same order parameter (to the solvers' precision, and across CPUs) and the same accuracies."""
+"""The 2 x 8 network's theory on the paper's full 10 x 10 grid (issue 48 §2), computed with the quasi-Newton solver
+(the network's committed theory run), against the restricted 4 x 6 grid and its tau = 0.01 supplement that the
+solver before it computed (kept in data/superseded): every point they share has the same order parameter (to the
+solvers' precision, and across CPUs) and the same accuracies."""
 
 from pathlib import Path
 
@@ -10,18 +11,17 @@ import pytest
 from attention_paths.runs import experiments
 from attention_paths.runs.results import verify_files
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "omniglot-theory"
-FULL = DATA / "paper-sizes-paper-2x8-network-full-grid"
+DATA = Path(__file__).resolve().parents[2] / "data"
+FULL = DATA / "omniglot-theory" / "paper-sizes-paper-2x8-network"
+SUPERSEDED = DATA / "superseded"
 
 
 @pytest.fixture(scope="module")
 def runs():
-    if not FULL.exists():
-        pytest.skip("the full 2 x 8 grid is not committed")
     full = experiments.load_run(FULL, "omniglot-theory")
     parts = [
-        experiments.load_run(DATA / name, "omniglot-theory")
-        for name in ("paper-sizes-paper-2x8-network", "paper-sizes-paper-2x8-network-low-tau")
+        experiments.load_run(SUPERSEDED / f"omniglot-theory-paper-2x8-{name}", "omniglot-theory")
+        for name in ("restricted-grid", "low-tau")
     ]
     return full, parts
 
