@@ -1,18 +1,23 @@
-"""Benchmark of the posterior samplers: wall time and ESS per second of the order-parameter entries.
+"""Benchmark of the posterior samplers: trees, ESS per second and per gradient (prints a table).
 
     python benchmarks/bench_sampling.py            # Markov-sized and image-sized problems at N=10
     python benchmarks/bench_sampling.py --chains 4 --warmup 500 --samples 500
+    python benchmarks/bench_sampling.py --problems image --widths 10,500 --budget 500=2,30,30   # issue 48
 
-For each problem both samplers run with the same budget; the table reports wall time (compilation
-included), the minimum and median bulk ESS of the entries of U(Theta), ESS per second, divergences and
-the largest R-hat.  Problems (issue 3, section 4):
+Each sampler runs with the same budget at each (problem, width): the Rao-Blackwellised one (``rb``), the
+full-weight one as it is (``full``: collapsed, V0 drawn exactly for every draw of the marginal), with V0's
+Gibbs update (``full-gibbs``) and as it was before issue 48 (``full-nuts``: NUTS on every weight).  The table
+reports wall time (JAX compilation included), leapfrog steps per draw, the median tree depth and the share of
+draws at the depth cap, the bulk ESS of U's entries and of test outputs, per second and per 1,000 gradients,
+the largest R-hat and the divergences.  Problems (issue 3, section 4):
   markov: the paper's hidden-Markov-chain task (4-path network, P=100, N0=231, T=31, tau=0.01), N=10;
-  image-sized:  P=600, N0=192, T=48, 4x4 random query/key heads (16 paths), mean readout, tau=0.5, N=10.
+  image-sized:  P=600, N0=192, T=48, 4x4 random query/key heads (16 paths), mean readout, tau=0.5.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import platform
 
 import numpy as np
@@ -22,6 +27,10 @@ from attention_paths import sampling as sp
 from attention_paths.tasks.markov import make_markov_task
 
 SHORT_NAMES = {"rb": "rao-blackwell"}
+FULL_UPDATES = {"full": "collapsed", "full-gibbs": "gibbs", "full-nuts": "nuts"}
+"""``full``: the full-weight sampler as it is now (collapsed: NUTS on the marginal, V0 drawn exactly for each
+draw); ``full-gibbs``: V0 drawn after every NUTS transition of the other weights; ``full-nuts``: NUTS on every
+weight, V0 included (the sampler before issue 48).  ``FullConfig.v0_update`` names the three."""
 
 
 def problem(name):
@@ -50,13 +59,55 @@ def problem(name):
     return dict(xi_tr=xi[:P], xi_te=xi[P:], f_tr=feats[:P], f_te=feats[P:], y=y[:P], tau=tau, heads=heads)
 
 
+def _budget(text):
+    """``N=chains,warmup,samples`` -> (N, (chains, warmup, samples))."""
+    try:
+        n, rest = text.split("=")
+        c, w, k = (int(v) for v in rest.split(","))
+        return int(n), (c, w, k)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--budget takes N=chains,warmup,samples, got {text!r}") from None
+
+
+def _row(name, N, label, s):
+    d, w = s.diagnostics, s.wall_seconds
+    grads = d["leapfrog_steps"]
+    draws = np.prod(s.U.shape[:2])
+    return (
+        f"{name:<7}{N:>5} {label:<10}{s.settings['n_parameters']:>9d}{w:>9.1f}{d['leapfrog_steps'] / draws:>8.1f}"
+        f"{d['tree_depth_median']:>6.0f}{d['share_at_depth_limit']:>7.0%}{d['ess_bulk_U_min']:>8.0f}"
+        f"{d['ess_bulk_U_median']:>8.0f}{d['ess_bulk_outputs_min']:>8.0f}{d['ess_bulk_U_min'] / w:>8.2f}"
+        f"{1e3 * d['ess_bulk_U_min'] / grads:>8.2f}{1e3 * d['ess_bulk_outputs_min'] / grads:>8.2f}"
+        f"{max(d['rhat_U_max'], d['rhat_outputs_max']):>7.3f}{d['divergences']:>5d}"
+    )
+
+
+HEADER = (
+    f"{'problem':<7}{'N':>5} {'sampler':<10}{'params':>9}{'time [s]':>9}{'steps':>8}{'depth':>6}{'at cap':>7}"
+    f"{'ESS U':>8}{'U med':>8}{'ESS f':>8}{'U/s':>8}{'U/kgrad':>8}{'f/kgrad':>8}{'R-hat':>7}{'div':>5}"
+)
+LEGEND = """# steps: leapfrog steps (gradients) per kept draw; depth: median tree depth; at cap: share of draws
+# whose tree reached the depth cap; ESS U / U med: smallest / median bulk ESS over U's entries; ESS f: smallest over the
+# first 5 test outputs; U/s: ESS U per second; U/kgrad, f/kgrad: ESS per 1,000 gradients of the kept draws
+# (warm-up not counted); R-hat: the largest over U's entries and the 5 outputs; div: divergent transitions"""
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--samples", type=int, default=500)
     parser.add_argument("--problems", default="markov,image")
-    parser.add_argument("--samplers", default="rb,full", help="registered sampler names (rb: rao-blackwell)")
+    parser.add_argument("--widths", default="10", help="widths N, comma-separated (default 10)")
+    parser.add_argument(
+        "--budget", type=_budget, action="append", default=[], help="N=chains,warmup,samples: another budget at N"
+    )
+    parser.add_argument(
+        "--samplers",
+        default="rb,full-nuts,full",
+        help="rb (rao-blackwell), full (collapsed), full-gibbs, full-nuts (NUTS on every weight, the sampler "
+        "before issue 48) or any registered sampler's name",
+    )
     parser.add_argument(
         "--max-tree-depth",
         type=int,
@@ -65,38 +116,35 @@ def main():
     )
     parser.add_argument("--target-accept", type=float, default=0.8, help="NUTS target acceptance (default 0.8)")
     args = parser.parse_args()
-    cfg = sp.SamplerConfig(
-        num_warmup=args.warmup,
-        num_samples=args.samples,
-        num_chains=args.chains,
-        seed=0,
-        max_tree_depth=args.max_tree_depth,
-        target_accept=args.target_accept,
-    )
+    budgets = dict(args.budget)
     print(
-        f"# sampler benchmark, {platform.machine()}, {args.chains} chains x ({args.warmup}+{args.samples}), "
-        f"max tree depth {args.max_tree_depth}, target acceptance {args.target_accept}"
+        f"# sampler benchmark, {platform.machine()}, {platform.processor() or 'cpu'}, {args.chains} chains x "
+        f"({args.warmup}+{args.samples}) unless {budgets or 'none'} (N: chains, warm-up, samples), max tree depth "
+        f"{args.max_tree_depth or 'default'}, target acceptance {args.target_accept}\n{LEGEND}"
     )
-    print(
-        f"{'problem':<8} {'sampler':<14} {'params':>7} {'time [s]':>9} {'ESS min':>8} {'ESS med':>8} "
-        f"{'ESS/s min':>9} {'ESS/s med':>9} {'div':>4} {'R-hat':>6} {'steps':>6}",
-        flush=True,
-    )
+    print(HEADER, flush=True)
     for name in args.problems.split(","):
         pr = problem(name)
-        arch = ap.Architecture.uniform(pr["heads"], 10)
-        for kind in args.samplers.split(","):
-            sampler = sp.get_sampler(SHORT_NAMES.get(kind, kind))  # any registered sampler, by name
-            config = sampler.configure(cfg, path_inputs=(pr["xi_tr"], pr["xi_te"]))
-            s = sp.sample(sampler.name, pr["f_tr"], pr["y"], pr["tau"], arch, pr["f_te"], config=config, warn="ignore")
-            d = s.diagnostics
-            print(
-                f"{name:<8} {s.kind:<14} {s.settings['n_parameters']:7d} {s.wall_seconds:9.1f} "
-                f"{d['ess_bulk_U_min']:8.0f} {d['ess_bulk_U_median']:8.0f} "
-                f"{d['ess_bulk_U_min'] / s.wall_seconds:9.2f} {d['ess_bulk_U_median'] / s.wall_seconds:9.2f} "
-                f"{d['divergences']:4d} {d['rhat_U_max']:6.3f} {d['mean_tree_steps']:6.1f}",
-                flush=True,
+        for N in (int(n) for n in args.widths.split(",")):
+            arch = ap.Architecture.uniform(pr["heads"], N)
+            chains, warmup, samples = budgets.get(N, (args.chains, args.warmup, args.samples))
+            cfg = sp.SamplerConfig(
+                num_warmup=warmup,
+                num_samples=samples,
+                num_chains=chains,
+                seed=0,
+                max_tree_depth=args.max_tree_depth,
+                target_accept=args.target_accept,
             )
+            for label in args.samplers.split(","):
+                kind = "full" if label in FULL_UPDATES else SHORT_NAMES.get(label, label)
+                sampler = sp.get_sampler(kind)  # any registered sampler, by name
+                config = sampler.configure(cfg, path_inputs=(pr["xi_tr"], pr["xi_te"]))
+                if label in FULL_UPDATES:
+                    config = dataclasses.replace(config, v0_update=FULL_UPDATES[label])
+                f_tr, f_te = pr["f_tr"], pr["f_te"]
+                s = sp.sample(kind, f_tr, pr["y"], pr["tau"], arch, f_te, config=config, warn="ignore")
+                print(_row(name, N, label, s), flush=True)
 
 
 if __name__ == "__main__":

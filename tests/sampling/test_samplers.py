@@ -31,8 +31,11 @@ CONFIG = sp.SamplerConfig(num_warmup=300, num_samples=300, num_chains=4, seed=0)
 def _run(N, kind):
     prob = BASE.subset(2 * N)
     arch = ap.Architecture.uniform((2, 2), N)
+    config = CONFIG
+    if kind == "full-nuts":  # the full-weight sampler with NUTS on V0 too (the reference's), not the Gibbs update
+        kind, config = "full", sp.FullConfig(**dataclasses.asdict(CONFIG), v0_update="nuts")
     # the full-weight sampler on the features' exact inverse (the dispatcher's default path inputs)
-    return sp.sample(kind, prob.features_train, prob.y_train, TAU, arch, prob.features_test, config=CONFIG)
+    return sp.sample(kind, prob.features_train, prob.y_train, TAU, arch, prob.features_test, config=config)
 
 
 def _theory(N):
@@ -47,15 +50,17 @@ def _theory(N):
 @pytest.fixture(scope="module")
 def runs():
     rb = "rao-blackwell"
-    return {(20, rb): _run(20, rb), (20, "full"): _run(20, "full"), (60, rb): _run(60, rb)}
+    kinds = [(20, rb), (20, "full"), (20, "full-nuts"), (60, rb)]
+    return {(N, kind): _run(N, kind) for N, kind in kinds}
 
 
 @pytest.mark.slow
 def test_samplers_are_converged(runs):
     for (_, kind), smp in runs.items():
-        assert smp.settings["sampler"]["max_tree_depth"] == (
-            5 if kind == "rao-blackwell" else 10
-        )  # the recorded default
+        # the recorded default: 10 for NUTS on every weight, 5 on the marginal (Rao-Blackwellised, collapsed)
+        assert smp.settings["sampler"]["max_tree_depth"] == (10 if kind == "full-nuts" else 5)
+        if kind.startswith("full"):
+            assert smp.settings["v0_update"] == ("nuts" if kind == "full-nuts" else "collapsed")
         d = smp.diagnostics
         assert d["divergences"] == 0
         assert d["rhat_U_max"] < 1.05 and d["rhat_outputs_max"] < 1.05
@@ -63,8 +68,12 @@ def test_samplers_are_converged(runs):
 
 
 @pytest.mark.slow
-def test_full_and_rao_blackwell_samplers_agree(runs):
-    full, rb = runs[(20, "full")], runs[(20, "rao-blackwell")]
+@pytest.mark.parametrize("full_kind", ["full", "full-nuts"])
+def test_full_and_rao_blackwell_samplers_agree(runs, full_kind):
+    """The full-weight sampler, collapsed (the default: V0 drawn exactly for every draw of the marginal) and
+    with NUTS on every weight, against the Rao-Blackwellised one: predictive means and U within their Monte
+    Carlo errors."""
+    full, rb = runs[(20, full_kind)], runs[(20, "rao-blackwell")]
     se = np.sqrt(full.mc_standard_error() ** 2 + rb.mc_standard_error() ** 2)
     z = np.abs(full.predictive_mean - rb.predictive_mean) / se
     assert np.percentile(z, 95) < 3.0 and z.max() < 5.5
@@ -76,6 +85,10 @@ def test_full_and_rao_blackwell_samplers_agree(runs):
 
     zU = np.abs(full.U_hat[iu] - rb.U_hat[iu]) / np.sqrt(U_se(full) ** 2 + U_se(rb) ** 2)
     assert zU.max() < 5.0
+    # and the theory: the full-weight posterior mean is much closer to the theory's predictor than to the GP's
+    _, th, gp = _theory(20)
+    m = full.predictive_mean
+    assert np.sqrt(np.mean((m - th.mean) ** 2)) < 0.3 * np.sqrt(np.mean((m - gp.mean) ** 2))
 
 
 @pytest.mark.slow
@@ -139,18 +152,25 @@ def test_seeded_runs_are_reproducible_bit_for_bit():
     arch = ap.Architecture.uniform((2, 2), 5)
     cfg = sp.SamplerConfig(num_warmup=20, num_samples=20, num_chains=2, seed=3)
     a, b = _short_run(prob, arch, cfg, "rao-blackwell"), _short_run(prob, arch, cfg, "rao-blackwell")
-    c, d = _short_run(prob, arch, cfg, "full"), _short_run(prob, arch, cfg, "full")
+    # the recorded digest is of NUTS on every weight: v0_update="nuts"
+    nuts_cfg = sp.FullConfig(**dataclasses.asdict(cfg), v0_update="nuts")
+    c, d = _short_run(prob, arch, nuts_cfg, "full"), _short_run(prob, arch, nuts_cfg, "full")
     xi = prob.path_inputs("train"), prob.path_inputs("test")
     args = prob.features_train, prob.y_train, TAU, arch, prob.features_test
-    full_cfg = sp.get_sampler("full").configure(cfg, path_inputs=xi)  # the full sampler's own input
+    full_cfg = sp.get_sampler("full").configure(nuts_cfg, path_inputs=xi)  # the full sampler's own input
     e = sp.sample("full", *args, config=full_cfg, warn="ignore")  # the dispatcher is the sampler it names
     f = sp.sample("rao-blackwell", *args, config=cfg, warn="ignore")
     assert (e.kind, f.kind) == ("full", "rao-blackwell")
-    for x, y in [(a, b), (c, d), (c, e), (a, f)]:
+    g, h = _short_run(prob, arch, cfg, "full"), _short_run(prob, arch, cfg, "full")  # collapsed (the default)
+    gibbs_cfg = sp.FullConfig(**dataclasses.asdict(cfg), v0_update="gibbs")
+    i, j = _short_run(prob, arch, gibbs_cfg, "full"), _short_run(prob, arch, gibbs_cfg, "full")
+    for x, y in [(a, b), (c, d), (c, e), (a, f), (g, h), (i, j)]:
         np.testing.assert_array_equal(x.U, y.U)
         np.testing.assert_array_equal(x.mean_samples, y.mean_samples)
         np.testing.assert_array_equal(x.var_samples, y.var_samples)
-    assert not np.array_equal(a.U, c.U)
+    assert not np.array_equal(a.U, c.U) and not np.array_equal(c.U, g.U) and not np.array_equal(g.U, i.U)
+    # collapsed: the marginal chain is the Rao-Blackwellised one, draw for draw (same target, seed and depth)
+    np.testing.assert_array_equal(g.U, f.U)
     assert e.settings["sampler"] == {**dataclasses.asdict(cfg), "max_tree_depth": 10}  # no path inputs recorded
     if platform.machine() == "x86_64" and jax.__version__ == "0.10.2" and not cpu_has_avx512():  # as recorded
         assert {"rao-blackwell": _rb_digest(f), "full": _draws_digest(e)} == DRAWS_BEFORE_REGISTRY
@@ -301,3 +321,33 @@ def test_float64_is_on_before_the_first_jax_array():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("N", [2, 5])  # N_0 <= Pi (K = G G^T) and N_0 > Pi (K through W_1 W_1^T)
+def test_the_v0_draw_is_the_exact_gaussian_conditional(N):
+    """40,000 draws of V0 given fixed value weights and readout have the mean and covariance of V0's Gaussian
+    conditional, computed here from the Jacobian of the forward pass (the linear map A)."""
+    prob = BASE.subset(4)
+    xi = jnp.asarray(prob.path_inputs("train")[:7, :, :3])  # P = 7, Pi = 4, N0 = 3
+    y = jnp.asarray(prob.y_train[:7])
+    arch = ap.Architecture((2, 2), (N, 3, 2), (0.7, 1.3, 0.9))
+    sigma0_2, tau = 1.7, 0.3
+    rng = np.random.default_rng(1)
+    hmc = {"V1": rng.standard_normal((2, 3, N)), "V2": rng.standard_normal((2, 2, 3)), "a": rng.standard_normal(2)}
+    hmc = {k: jnp.asarray(v) for k, v in hmc.items()}
+    draw = full_sampler.v0_conditional_draw(xi, y, tau, arch, sigma0_2)
+    keys = jax.random.split(jax.random.PRNGKey(0), 40_000)
+    Z = np.asarray(jax.vmap(lambda k: draw(k, hmc))(keys)).reshape(len(keys), -1)
+    a, Vs = math.sqrt(0.9) * hmc["a"], [math.sqrt(0.7) * hmc["V1"], math.sqrt(1.3) * hmc["V2"]]
+
+    def f(z):
+        return full_sampler.full_forward(math.sqrt(sigma0_2) * z.reshape(N, 3), a, Vs, xi, [N, 3, 2])
+
+    A = np.asarray(jax.jacobian(f)(jnp.zeros(N * 3)))  # [P, N N0]
+    cov = np.linalg.inv(np.eye(N * 3) + A.T @ A / tau)
+    mean = cov @ A.T @ np.asarray(y) / tau
+    se = np.sqrt(np.diag(cov) / len(Z))
+    assert np.abs(Z.mean(0) - mean).max() < 4.5 * se.max()
+    assert np.abs(np.cov(Z.T) - cov).max() < 0.03 * np.abs(cov).max()
+    # the data constrain V0: the conditional is far from the prior (test power)
+    assert np.abs(mean).max() > 20 * se.max() and np.linalg.eigvalsh(cov).min() < 0.5

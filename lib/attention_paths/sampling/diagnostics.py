@@ -35,10 +35,15 @@ def rhat(x) -> np.ndarray:
     return _per_entry(az.rhat, x)
 
 
-def chain_diagnostics(extra: dict, U, outputs, n_outputs: int = 5) -> dict:
+def chain_diagnostics(extra: dict, U, outputs, n_outputs: int = 5, max_tree_depth: int | None = None) -> dict:
     """Divergences, acceptance, leapfrog steps, bulk ESS and R-hat of a run, from NUTS' extra fields
     (``diverging``, ``accept_prob``, ``num_steps``, each [chains, draws]), the sampled ``U`` [chains, draws, Pi, Pi]
-    and test outputs [chains, draws, M] (the first ``n_outputs``)."""
+    and test outputs [chains, draws, M] (the first ``n_outputs``).
+
+    With ``max_tree_depth`` (the run's cap) it adds the trees' shape: ``tree_depth_median`` (a draw of ``s``
+    leapfrog steps has depth ``ceil(log2(s + 1))``), ``share_at_depth_limit`` (the draws whose tree reached
+    ``2**max_tree_depth - 1`` steps, NUTS' cap) and ``leapfrog_steps`` (all the kept draws' steps, i.e. the
+    gradients the sampling phase cost: ESS per gradient is an ESS over it)."""
     div = np.asarray(extra["diverging"])
     acc = np.asarray(extra["accept_prob"])
     steps = np.asarray(extra["num_steps"])
@@ -54,6 +59,10 @@ def chain_diagnostics(extra: dict, U, outputs, n_outputs: int = 5) -> dict:
         "ess_bulk_U_median": float(np.median(ess_bulk(Uent))),
         "ess_bulk_outputs_min": float(ess_bulk(out).min()),
     }
+    if max_tree_depth is not None:
+        d["tree_depth_median"] = float(np.median(np.ceil(np.log2(steps + 1.0))))
+        d["share_at_depth_limit"] = float(np.mean(steps >= 2**max_tree_depth - 1))
+        d["leapfrog_steps"] = int(steps.sum())
     if U.shape[0] > 1:
         d["rhat_U_max"] = float(np.nanmax(rhat(Uent)))
         d["rhat_outputs_max"] = float(np.nanmax(rhat(out)))

@@ -23,7 +23,7 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="IProgress not found")
     import numpyro
     import numpyro.distributions as dist
-    from numpyro.infer import MCMC, NUTS
+    from numpyro.infer import MCMC, NUTS, HMCGibbs
 
 from attention_paths.base.progress import quiet
 from attention_paths.sampling.samples import SamplerConfig
@@ -78,9 +78,24 @@ def recorded_settings(config: SamplerConfig) -> dict:
     return {f.name: getattr(config, f.name) for f in fields(SamplerConfig)}
 
 
-def run_nuts(model, config: SamplerConfig, progress: bool | None, **kwargs) -> tuple[MCMC, float]:
-    """One seeded NUTS run of ``model(**kwargs)`` with the settings of ``config``; (the MCMC object, wall time)."""
+_EXTRA = ("diverging", "accept_prob", "num_steps")
+
+
+def run_nuts(model, config: SamplerConfig, progress: bool | None, gibbs=None, **kwargs) -> tuple[MCMC, float, dict]:
+    """One seeded NUTS run of ``model(**kwargs)`` with the settings of ``config``.
+
+    ``gibbs = (update, sites)``: NUTS within Gibbs (numpyro's ``HMCGibbs``): the sample sites ``sites`` are not
+    moved by NUTS but drawn by ``update(rng_key, gibbs_sites, hmc_sites) -> gibbs_sites`` after every NUTS
+    transition, which moves the other sites with the Gibbs sites held fixed.
+
+    Returns (the MCMC object, wall time, NUTS' extra fields ``diverging``, ``accept_prob`` and ``num_steps``,
+    each [chains, draws]).
+    """
     kernel = NUTS(model, target_accept_prob=config.target_accept, max_tree_depth=config.max_tree_depth)
+    extra = _EXTRA
+    if gibbs is not None:
+        kernel = HMCGibbs(kernel, gibbs_fn=gibbs[0], gibbs_sites=list(gibbs[1]))
+        extra = tuple(f"hmc_state.{name}" for name in _EXTRA)
     show = (not quiet()) if progress is None else (progress and not quiet())
     mcmc = MCMC(
         kernel,
@@ -93,10 +108,12 @@ def run_nuts(model, config: SamplerConfig, progress: bool | None, **kwargs) -> t
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*There are not enough devices.*")
-        mcmc.run(jax.random.PRNGKey(config.seed), extra_fields=("diverging", "accept_prob", "num_steps"), **kwargs)
+        mcmc.run(jax.random.PRNGKey(config.seed), extra_fields=extra, **kwargs)
     samples = mcmc.get_samples(group_by_chain=True)
     jax.block_until_ready(samples)
-    return mcmc, time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    fields_ = mcmc.get_extra_fields(group_by_chain=True)
+    return mcmc, wall, {name: fields_[key] for name, key in zip(_EXTRA, extra, strict=True)}
 
 
 def sample_U(samples, arch: Architecture) -> np.ndarray:

@@ -164,11 +164,11 @@ def sample_rao_blackwell(
     ops = KernelOps(X, max_gram_bytes)
     nll = marginal_nll(ops, jnp.asarray(y), tau)
     config = with_tree_depth(config, "rao-blackwell")
-    mcmc, wall = run_nuts(rb_model, config, progress, nll=nll, arch=arch)
+    mcmc, wall, extra = run_nuts(rb_model, config, progress, nll=nll, arch=arch)
     s = mcmc.get_samples(group_by_chain=True)
     U = sample_U(s, arch)
     mean, var = conditional_predictions(U, X, y, tau, Xt)
-    diag = chain_diagnostics(mcmc.get_extra_fields(group_by_chain=True), U, mean)
+    diag = chain_diagnostics(extra, U, mean, max_tree_depth=config.max_tree_depth)
     warn_if_bad(diag, "Rao-Blackwellised")
     N = [int(n) for n in arch.widths]
     settings = {
