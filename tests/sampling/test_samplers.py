@@ -32,8 +32,8 @@ def _run(N, kind):
     prob = BASE.subset(2 * N)
     arch = ap.Architecture.uniform((2, 2), N)
     config = CONFIG
-    if kind == "full-nuts":  # the full-weight sampler with NUTS on V0 too (the reference's), not the Gibbs update
-        kind, config = "full", sp.FullConfig(**dataclasses.asdict(CONFIG), v0_update="nuts")
+    if kind == "full-collapsed":  # the full-weight sampler collapsed: NUTS on the marginal, V0 drawn exactly
+        kind, config = "full", sp.FullConfig(**dataclasses.asdict(CONFIG), v0_update="collapsed")
     # the full-weight sampler on the features' exact inverse (the dispatcher's default path inputs)
     return sp.sample(kind, prob.features_train, prob.y_train, TAU, arch, prob.features_test, config=config)
 
@@ -50,7 +50,7 @@ def _theory(N):
 @pytest.fixture(scope="module")
 def runs():
     rb = "rao-blackwell"
-    kinds = [(20, rb), (20, "full"), (20, "full-nuts"), (60, rb)]
+    kinds = [(20, rb), (20, "full"), (20, "full-collapsed"), (60, rb)]
     return {(N, kind): _run(N, kind) for N, kind in kinds}
 
 
@@ -58,9 +58,9 @@ def runs():
 def test_samplers_are_converged(runs):
     for (_, kind), smp in runs.items():
         # the recorded default: 10 for NUTS on every weight, 5 on the marginal (Rao-Blackwellised, collapsed)
-        assert smp.settings["sampler"]["max_tree_depth"] == (10 if kind == "full-nuts" else 5)
+        assert smp.settings["sampler"]["max_tree_depth"] == (10 if kind == "full" else 5)
         if kind.startswith("full"):
-            assert smp.settings["v0_update"] == ("nuts" if kind == "full-nuts" else "collapsed")
+            assert smp.settings["v0_update"] == ("nuts" if kind == "full" else "collapsed")
         d = smp.diagnostics
         assert d["divergences"] == 0
         assert d["rhat_U_max"] < 1.05 and d["rhat_outputs_max"] < 1.05
@@ -68,11 +68,11 @@ def test_samplers_are_converged(runs):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("full_kind", ["full", "full-nuts"])
+@pytest.mark.parametrize("full_kind", ["full", "full-collapsed"])
 def test_full_and_rao_blackwell_samplers_agree(runs, full_kind):
-    """The full-weight sampler, collapsed (the default: V0 drawn exactly for every draw of the marginal) and
-    with NUTS on every weight, against the Rao-Blackwellised one: predictive means and U within their Monte
-    Carlo errors."""
+    """The full-weight sampler, with NUTS on every weight (the default) and collapsed (V0 drawn exactly for
+    every draw of the marginal), against the Rao-Blackwellised one: predictive means and U within their Monte
+    Carlo errors, and against the theory."""
     full, rb = runs[(20, full_kind)], runs[(20, "rao-blackwell")]
     se = np.sqrt(full.mc_standard_error() ** 2 + rb.mc_standard_error() ** 2)
     z = np.abs(full.predictive_mean - rb.predictive_mean) / se
@@ -152,16 +152,15 @@ def test_seeded_runs_are_reproducible_bit_for_bit():
     arch = ap.Architecture.uniform((2, 2), 5)
     cfg = sp.SamplerConfig(num_warmup=20, num_samples=20, num_chains=2, seed=3)
     a, b = _short_run(prob, arch, cfg, "rao-blackwell"), _short_run(prob, arch, cfg, "rao-blackwell")
-    # the recorded digest is of NUTS on every weight: v0_update="nuts"
-    nuts_cfg = sp.FullConfig(**dataclasses.asdict(cfg), v0_update="nuts")
-    c, d = _short_run(prob, arch, nuts_cfg, "full"), _short_run(prob, arch, nuts_cfg, "full")
+    c, d = _short_run(prob, arch, cfg, "full"), _short_run(prob, arch, cfg, "full")
     xi = prob.path_inputs("train"), prob.path_inputs("test")
     args = prob.features_train, prob.y_train, TAU, arch, prob.features_test
-    full_cfg = sp.get_sampler("full").configure(nuts_cfg, path_inputs=xi)  # the full sampler's own input
+    full_cfg = sp.get_sampler("full").configure(cfg, path_inputs=xi)  # the full sampler's own input
     e = sp.sample("full", *args, config=full_cfg, warn="ignore")  # the dispatcher is the sampler it names
     f = sp.sample("rao-blackwell", *args, config=cfg, warn="ignore")
     assert (e.kind, f.kind) == ("full", "rao-blackwell")
-    g, h = _short_run(prob, arch, cfg, "full"), _short_run(prob, arch, cfg, "full")  # collapsed (the default)
+    collapsed_cfg = sp.FullConfig(**dataclasses.asdict(cfg), v0_update="collapsed")
+    g, h = _short_run(prob, arch, collapsed_cfg, "full"), _short_run(prob, arch, collapsed_cfg, "full")
     gibbs_cfg = sp.FullConfig(**dataclasses.asdict(cfg), v0_update="gibbs")
     i, j = _short_run(prob, arch, gibbs_cfg, "full"), _short_run(prob, arch, gibbs_cfg, "full")
     for x, y in [(a, b), (c, d), (c, e), (a, f), (g, h), (i, j)]:

@@ -5,17 +5,20 @@ protocol (T§13.1).  The network is evaluated through the path decomposition (T�
 The output is linear in ``V0``, so given the other weights ``Theta'`` its posterior is Gaussian
 (:func:`v0_conditional_draw`).  Three ways to sample (:attr:`FullConfig.v0_update`):
 
-* ``"collapsed"`` (default): NUTS on the exact marginal posterior of ``Theta'`` (``V0`` integrated out, the
+* ``"collapsed"``: NUTS on the exact marginal posterior of ``Theta'`` (``V0`` integrated out, the
   Rao-Blackwellised sampler's target, T§13.3), then ``V0`` drawn exactly from its conditional for every kept
   draw.  Each sample is a draw of the full posterior; the trees are those of the marginal.
 * ``"gibbs"``: ``V0`` drawn from its conditional after every NUTS transition of ``Theta'`` given ``V0`` (NUTS
   within Gibbs).  Where the likelihood is tight the two blocks are strongly coupled and it mixes poorly.
-* ``"nuts"``: one NUTS over all the weights jointly (the reference's sampler, and this one's before issue 48).
-  Its trajectories must resolve the data-constrained directions of ``V0`` (curvature up to the kernel's
-  largest eigenvalue over ``tau``) and cross the prior-scale ones: on the paper's tasks every draw reaches the
-  depth cap.
+* ``"nuts"`` (default): one NUTS over all the weights jointly (the reference's sampler).  Its trajectories must
+  resolve the data-constrained directions of ``V0`` (curvature up to the kernel's largest eigenvalue over
+  ``tau``) and cross the prior-scale ones: on the hidden-Markov-chain task (``tau = 0.01``) every draw reaches
+  the depth cap.
 
-``benchmarks/README.md`` ("Samplers") measures the three.
+Which is faster depends on the problem (``benchmarks/README.md``, "Samplers"): on the hidden-Markov-chain task
+(P = 100) the collapsed sampler gives 10 times the ESS per second of joint NUTS; on an image-sized problem
+(P = 600), where each of its gradients needs a P x P Cholesky factorisation, joint NUTS gives 7 times its ESS
+per second (its trees do not reach the cap there), so joint NUTS stays the default.
 """
 
 from __future__ import annotations
@@ -64,10 +67,10 @@ class FullConfig(SamplerConfig):
 
     path_inputs: tuple | None = field(default=None, compare=False, repr=False)
     # recorded as settings["v0_update"]; samples written before it existed (issue 48) were made with "nuts"
-    v0_update: str = "collapsed"
-    """``"collapsed"``: NUTS on the marginal of the other weights, ``V0`` drawn from its conditional for each
-    kept draw; ``"gibbs"``: ``V0`` drawn after every NUTS transition of the others; ``"nuts"``: NUTS on every
-    weight jointly (see the module's docstring)."""
+    v0_update: str = "nuts"
+    """``"nuts"`` (default): NUTS on every weight jointly; ``"collapsed"``: NUTS on the marginal of the other
+    weights, ``V0`` drawn from its conditional for each kept draw; ``"gibbs"``: ``V0`` drawn after every NUTS
+    transition of the others (see the module's docstring)."""
 
     def __post_init__(self):
         super().__post_init__()
@@ -201,7 +204,7 @@ def sample_full(
     xi_test : [M, Pi, N0] path-processed test inputs
     sigma0_2 : prior variance of ``V0``
     config : :class:`SamplerConfig` or :class:`FullConfig`, whose ``v0_update`` chooses how ``V0`` moves
-        (default ``"collapsed"``); a :class:`FullConfig`'s ``path_inputs`` are not used here: the path inputs are the
+        (default ``"nuts"``); a :class:`FullConfig`'s ``path_inputs`` are not used here: the path inputs are the
         arguments
 
     Returns
@@ -242,7 +245,7 @@ def sample_full(
 
 
 class FullWeightSampler(Sampler):
-    """Samples of every weight (:func:`sample_full`; by default collapsed, see the module's docstring), on the
+    """Samples of every weight (:func:`sample_full`; by default joint NUTS, see the module's docstring), on the
     path inputs of its :class:`FullConfig` (by default the features' exact inverse).  Its ``V0`` has
     ``N0 x N`` entries, so width sweeps run it only at the widths their config lists for it."""
 

@@ -32,8 +32,8 @@ def sample_oneshot(data: OneShotData, cfg: dict, progress: bool = False) -> dict
     """Posterior sampling at the widths of ``cfg["sampling"]`` (spec §B.9); {N: PosteriorSamples}.
 
     ``cfg["sampling"]["kind"]``: ``"rao-blackwell"`` (NUTS on the value weights with ``V0`` integrated out; a
-    lower-variance conditional predictor) or ``"full"`` (samples of all weights, the paper's protocol; by default
-    collapsed, :mod:`attention_paths.sampling.full`), or any other sampler of
+    lower-variance conditional predictor) or ``"full"`` (NUTS on all weights, the paper's protocol; faster per
+    effective sample at P = 600, :mod:`attention_paths.sampling.full`), or any other sampler of
     :data:`attention_paths.sampling.SAMPLER_NAMES`.  The test outputs of a run are the four evaluation sets
     stacked in :data:`EVAL_SETS` order.
     """
