@@ -45,7 +45,7 @@ from attention_paths.sampling.nuts import (
     weight_sites,
     with_tree_depth,
 )
-from attention_paths.sampling.rao_blackwell import KernelOps, marginal_nll, rb_model
+from attention_paths.sampling.rao_blackwell import RaoBlackwellConfig, run_marginal
 from attention_paths.sampling.samples import PosteriorSamples, SamplerConfig
 from attention_paths.theory.architecture import Architecture
 from attention_paths.theory.checks import check_features, check_training_set
@@ -142,9 +142,9 @@ def v0_conditional_draw(xi, y, tau: float, arch: Architecture, sigma0_2: float):
 def _collapsed_run(xi, y, tau, arch, sigma0_2, config, progress):
     """NUTS on the marginal of the value weights and readout (V0 integrated out), then one exact ``V0`` per
     kept draw, seeded by ``config.seed``; (the samples with ``V0``, wall time, extra fields)."""
-    ops = KernelOps(path_features(np.asarray(xi), sigma0_2), getattr(config, "max_gram_bytes", 2 * 1024**3))
-    nll = marginal_nll(ops, y, tau)
-    mcmc, wall, extra = run_nuts(rb_model, config, progress, nll=nll, arch=arch)
+    X = path_features(np.asarray(xi), sigma0_2)
+    max_gram_bytes = getattr(config, "max_gram_bytes", RaoBlackwellConfig.max_gram_bytes)
+    mcmc, wall, extra = run_marginal(X, y, tau, arch, config, progress, max_gram_bytes)
     t0 = time.perf_counter()
     s = mcmc.get_samples(group_by_chain=True)
     C, D = s["a"].shape[:2]

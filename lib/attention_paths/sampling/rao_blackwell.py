@@ -39,6 +39,7 @@ __all__ = [
     "rb_model",
     "marginal_nll",
     "KernelOps",
+    "run_marginal",
 ]
 
 
@@ -124,6 +125,15 @@ def rb_model(nll, arch: Architecture):
     numpyro.factor("marginal_likelihood", -nll(0.5 * (U + U.T)))
 
 
+def run_marginal(X, y, tau: float, arch: Architecture, config: SamplerConfig, progress, max_gram_bytes: float):
+    """NUTS on the exact marginal posterior of the value weights and readout (``V0`` integrated out, T§13.3) for
+    path features ``X`` [P, N0, Pi]; returns what :func:`~attention_paths.sampling.nuts.run_nuts` returns (MCMC
+    object, wall time, extra fields).  The Rao-Blackwellised sampler and the collapsed full-weight one
+    (:mod:`.full`) both run it."""
+    nll = marginal_nll(KernelOps(X, max_gram_bytes), jnp.asarray(y), tau)
+    return run_nuts(rb_model, config, progress, nll=nll, arch=arch)
+
+
 def sample_rao_blackwell(
     features_train,
     y,
@@ -161,10 +171,8 @@ def sample_rao_blackwell(
     if max_gram_bytes is None:
         max_gram_bytes = getattr(config, "max_gram_bytes", RaoBlackwellConfig.max_gram_bytes)
     P, N0, Pi = X.shape
-    ops = KernelOps(X, max_gram_bytes)
-    nll = marginal_nll(ops, jnp.asarray(y), tau)
     config = with_tree_depth(config, "rao-blackwell")
-    mcmc, wall, extra = run_nuts(rb_model, config, progress, nll=nll, arch=arch)
+    mcmc, wall, extra = run_marginal(X, y, tau, arch, config, progress, max_gram_bytes)
     s = mcmc.get_samples(group_by_chain=True)
     U = sample_U(s, arch)
     mean, var = conditional_predictions(U, X, y, tau, Xt)
