@@ -38,6 +38,7 @@ COMMITTED = {
 TINY = {
     "theory": {"widths": (1000, 10)},
     "posterior": {"widths": (10,), "full_widths": (), "num_chains": 1, "num_warmup": 20, "num_samples": 20},
+    "omniglot-sampling": {"sampler": {"num_chains": 1, "num_warmup": 10, "num_samples": 10, "seed": 4}},
 }
 
 
@@ -52,7 +53,7 @@ _CACHE: dict = {}
 
 
 # a tiny run that still takes long here: posterior, 78 s on two busy cores (JAX's start and compilation)
-SLOW = {"posterior"}
+SLOW = {"posterior", "omniglot-sampling"}
 
 
 @pytest.fixture(params=[pytest.param(n, marks=[pytest.mark.slow] if n in SLOW else []) for n in sorted(EXPERIMENTS)])

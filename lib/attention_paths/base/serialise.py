@@ -306,7 +306,7 @@ def _decode(hint, value, path: tuple, ctx: _Context, json: bool, item: str, name
     if origin is dict:
         k_type, v_type = args if args else (str, Any)
         if value is _MISSING:
-            return _array_dict(v_type, path, ctx, item)
+            return _array_dict(k_type, v_type, path, ctx, item, name)
         if not isinstance(value, dict):
             _fail(ctx, name, f"is a {type(value).__name__}, not a dict")
         return {
@@ -327,8 +327,9 @@ def _decode(hint, value, path: tuple, ctx: _Context, json: bool, item: str, name
     return value
 
 
-def _array_dict(v_type, path: tuple, ctx: _Context, item: str):
-    """A dict of arrays stored wholly in arrays.npz: its entries are the unread arrays named ``<path>_<key>``."""
+def _array_dict(k_type, v_type, path: tuple, ctx: _Context, item: str, name: str):
+    """A dict of arrays stored wholly in arrays.npz: its entries are the unread arrays named ``<path>_<key>``
+    (``int`` keys read back as integers)."""
     if _unwrap(v_type) is not np.ndarray:
         return _MISSING
     prefix = "_".join(path) + "_" + item.format("")
@@ -336,7 +337,7 @@ def _array_dict(v_type, path: tuple, ctx: _Context, item: str):
     if not found:
         return _MISSING
     ctx.used.update(found.values())
-    return {k: ctx.arrays[a] for k, a in found.items()}
+    return {_key(k_type, k, ctx, name): ctx.arrays[a] for k, a in found.items()}
 
 
 def _key(k_type, k: str, ctx: _Context, name: str):

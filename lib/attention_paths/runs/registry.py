@@ -16,7 +16,7 @@ by dotted path (``"attention_paths.tasks.markov:run_markov"``), imported on firs
 so that ``--help`` and argument errors answer before torch, JAX or the tasks load.
 
 >>> sorted(EXPERIMENTS)
-['hmc', 'omniglot-theory', 'posterior', 'pruning', 'theory']
+['hmc', 'omniglot-sampling', 'omniglot-theory', 'posterior', 'pruning', 'theory']
 >>> [o.flag for o in EXPERIMENTS["pruning"].options]
 ['--device', '--network', '--train-missing', '--theory-from']
 >>> EXPERIMENTS["hmc"].takes("--retrain")
@@ -252,6 +252,16 @@ GRID_TAUS = Option(
     metavar="TAU,...",
     keyword="taus",
 )
+SAMPLE_WIDTHS = Option(
+    "--widths",
+    "sample the posterior at these widths (default: the scale's, paper 500, quick 10)",
+    type=_number_list(int),
+    metavar="N,...",
+    keyword="widths",
+)
+SAMPLE_TAU = Option(
+    "--tau", "the temperature to sample at (default: the scale's, paper 0.25, quick 0.5)", type=float, keyword="tau"
+)
 SAVE_SAMPLES = Option(
     "--save-samples", "also write every posterior-sampling run whole (large files)", action="store_true"
 )
@@ -394,6 +404,30 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
             samples=f"{_EXPERIMENTS}:oneshot_samples",
             gpu=True,
             network_chain=True,
+        ),
+        Experiment(
+            "omniglot-sampling",
+            "posterior samples of a trained Omniglot network at chosen widths, each against the theory there",
+            options=(
+                DEVICE,
+                CPU_DEVICES,
+                NETWORK,
+                TRAIN_MISSING,
+                SAMPLE_WIDTHS,
+                SAMPLE_TAU,
+                SAMPLING,
+                SAMPLER,
+                SAVE_SAMPLES,
+            ),
+            run=f"{_ONESHOT}.sampling_run:run_oneshot_sampling",
+            result=f"{_ONESHOT}.sampling_run:OneShotSamplingResult",
+            summary=f"{_ONESHOT}.sampling_run:oneshot_sampling_summary",
+            reader=f"{_ONESHOT}.sampling_run:read_oneshot_sampling_run",
+            configs=f"{_ONESHOT}.sampling_run:ONESHOT_SAMPLING",
+            claims=f"{_ONESHOT}.sampling_run:sampling_run_claims",
+            headline=("experiment", "scale", "config", "agreement", "seconds", "claims", "wall_seconds"),
+            samples=f"{_EXPERIMENTS}:oneshot_samples",
+            gpu=True,
         ),
         Experiment(
             "pruning",

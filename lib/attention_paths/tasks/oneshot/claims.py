@@ -15,7 +15,7 @@ from attention_paths.tasks.oneshot.data import EVAL_SETS, SET_TITLES
 if TYPE_CHECKING:  # the result module computes the claims when it writes a run
     from attention_paths.tasks.oneshot.result import OneShotResult
 
-__all__ = ["oneshot_claims"]
+__all__ = ["oneshot_claims", "sampling_claims"]
 
 
 def _i1(res: OneShotResult) -> list[dict]:
@@ -71,10 +71,18 @@ def _i3_i4(res: OneShotResult) -> list[dict]:
     if not res.sampled:
         return []
     N = min(res.sampled)
-    run = res.sampled[N]
+    taus, widths = [float(t) for t in res.taus], [float(w) for w in res.widths]
+    Ut = res.U[taus.index(float(res.config["sampling"]["tau"])), widths.index(float(N))]
+    return sampling_claims(N, res.sampled[N], Ut, res.panel.U_gd)
+
+
+def sampling_claims(N, run, U_theory, U_gd, suffix: str = "") -> list[dict]:
+    """I3 and I4 for one sampling run ``run`` (:class:`~.result.SampledRun`) at width ``N`` against the theory's
+    ``U_theory`` there and the gradient-descent order parameter ``U_gd``; ``suffix`` is appended to the ids.
+    The one rule of the theory runs and of the ``omniglot-sampling`` experiment (:func:`oneshot_claims`)."""
     ok = run.corr > 0.9 and all(abs(run.sets[s]["theory"] - run.sets[s]["sampled"]) <= 2.5 for s in EVAL_SETS[1:])
     i3 = claim(
-        "I3",
+        "I3" + suffix,
         f"At N = {N} the sampled posterior agrees with the theory in and out of distribution.",
         ok,
         "; ".join(
@@ -82,13 +90,11 @@ def _i3_i4(res: OneShotResult) -> list[dict]:
         )
         + f"; corr(means) {run.corr:.3f}",
     )
-    taus, widths = [float(t) for t in res.taus], [float(w) for w in res.widths]
-    Ut = res.U[taus.index(float(res.config["sampling"]["tau"])), widths.index(float(N))]
-    u = sampling.order_parameter_agreement(run.U_hat, Ut)
+    u = sampling.order_parameter_agreement(run.U_hat, U_theory)
     signs, rel = u["signs_equal"], u["max_rel_error"]
-    rho = float(spearmanr(np.diag(res.panel.U_gd), np.diag(Ut)).statistic)
+    rho = float(spearmanr(np.diag(U_gd), np.diag(U_theory)).statistic)
     i4 = claim(
-        "I4",
+        "I4" + suffix,
         "Theory U* and sampled U agree in pattern and magnitude; the GD order parameter shares the "
         "pattern of its diagonal.",
         signs and rel <= 0.25 and rho > 0.5,

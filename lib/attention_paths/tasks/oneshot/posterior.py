@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 
 from attention_paths import sampling
@@ -11,7 +13,7 @@ from attention_paths.tasks.oneshot.result import SampledRun
 from attention_paths.theory.architecture import Architecture
 from attention_paths.theory.predictor import predict
 
-__all__ = ["sample_oneshot", "with_budget", "sampled_run"]
+__all__ = ["sample_oneshot", "with_budget", "sampled_run", "sampler_config"]
 
 
 def with_budget(sampling_cfg: dict, budget: dict) -> dict:
@@ -43,9 +45,23 @@ def sample_oneshot(data: OneShotData, cfg: dict, progress: bool = False) -> dict
     X = data.features["train"]
     out = {}
     for N in sc["widths"]:
-        arch, config = Architecture.uniform(data.heads, N), sampling.SamplerConfig(**sc["sampler"])
+        arch, config = Architecture.uniform(data.heads, N), sampler_config(kind, sc["sampler"])
         out[N] = sampling.sample(kind, X, data.y["train"], sc["tau"], arch, X_eval, config=config, progress=progress)
     return out
+
+
+def sampler_config(kind: str, settings: dict):
+    """The config of sampler ``kind`` from ``settings``: a plain :class:`attention_paths.sampling.SamplerConfig`
+    where they are its fields only, else the kind's own config type (e.g. ``v0_update`` of
+    :class:`attention_paths.sampling.full.FullConfig`); a setting the kind does not take is an error naming it."""
+    ctype = sampling.get_sampler(kind).config_type
+    known = {f.name for f in fields(ctype)}
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        names = ", ".join(map(repr, unknown))
+        raise ValueError(f"sampler {kind!r} takes no setting {names} (it takes {sorted(known)})")
+    shared = {f.name for f in fields(sampling.SamplerConfig)}
+    return sampling.SamplerConfig(**settings) if set(settings) <= shared else ctype(**settings)
 
 
 def sampled_run(data: OneShotData, U_theory, tau: float, smp) -> SampledRun:
