@@ -84,7 +84,9 @@ def test_bad_settings_are_refused_by_name():
         osr.run_oneshot_sampling("quick", widths=(0,))
 
 
-def test_the_paper_config_is_the_references_launch_with_more_draws():
+def test_the_paper_config_is_the_references_launch():
     cfg = osr.ONESHOT_SAMPLING["paper"]
-    assert (cfg.widths, cfg.tau, cfg.sampler["seed"], cfg.sampler["num_chains"]) == ((500,), 0.25, 4, 10)
-    assert dataclasses.asdict(cfg)["sampler"]["v0_update"] == "collapsed"
+    assert (cfg.widths, cfg.tau, cfg.kind) == ((500,), 0.25, "rao-blackwell")
+    assert {k: cfg.sampler[k] for k in ("num_chains", "num_warmup", "num_samples", "seed")} == dict(
+        num_chains=10, num_warmup=20, num_samples=20, seed=4
+    )
