@@ -1,4 +1,4 @@
-"""The paper-to-book map names every numbered figure of the book (issue 26)."""
+"""The paper-to-book map names every numbered figure of the book (issue 26) by the paper's panel (issue 49)."""
 
 import re
 from pathlib import Path
@@ -49,7 +49,7 @@ def test_every_reproduced_panel_names_its_reference_script_or_says_why_not():
     assert header[2] == "reference script" and all(len(r) == len(header) for r in rows)
     named = set()
     for first, _figures, script, _scale in rows:
-        folder = HMC if first.startswith("Markov chain") else OMNIGLOT
+        folder = HMC if re.search(r"`[42]paths/", script) else OMNIGLOT
         if script.startswith("—"):  # no script: a footnote says why
             notes = re.findall(r"\[\^([\w-]+)\]", script)
             assert notes and all(f"[^{n}]: " in section for n in notes), f"{first}: '—' without its footnote"
@@ -61,3 +61,55 @@ def test_every_reproduced_panel_names_its_reference_script_or_says_why_not():
     assert REFERENCE_PLOT_SCRIPTS <= named, f"figure scripts the map does not name: {REFERENCE_PLOT_SCRIPTS - named}"
     for note in re.findall(r"\[\^([\w-]+)\]:", section):  # every footnote is referred to
         assert section.count(f"[^{note}]") >= 2, note
+
+
+# The paper's panels by number and letter (spec §C.7): Fig. 1(a)-(d), Fig. 2(a)-(e), Fig. 3(a)-(f)
+PAPER_PANELS = {f"{n}({x})" for n, letters in ((1, "abcd"), (2, "abcde"), (3, "abcdef")) for x in letters}
+SPEC = BOOK.parents[1] / "shared" / "spec" / "experiments.md"
+
+
+def _captions() -> dict:
+    out = {}
+    for md in sorted(BOOK.glob("*.md")):
+        for m in re.finditer(r"name: (fig-[\w-]+)\n\s+caption: \|\n((?:\s{6}.*\n)+)", md.read_text()):
+            out[m.group(1)] = " ".join(line.strip() for line in m.group(2).splitlines())
+    return out
+
+
+def test_the_map_has_one_row_per_paper_panel_and_each_caption_names_its_panel():
+    _header, rows, _section = _figure_rows()
+    panels = [re.match(r"\*\*(\d\([a-f]\))\*\*", r[0]) for r in rows]
+    named = [p.group(1) for p in panels if p]
+    assert len(named) == len(set(named)) + named.count("2(c)") - 1  # 2(c) has a top and a bottom row
+    assert set(named) == PAPER_PANELS, f"missing {PAPER_PANELS - set(named)}, extra {set(named) - PAPER_PANELS}"
+    captions = _captions()
+    for row, panel in zip(rows, panels):
+        figures = re.findall(r"\{numref\}`(fig-[\w-]+)`", row[1])
+        assert figures, row[0]
+        for fig in figures:
+            cap = captions[fig]
+            if panel:  # the caption names the panel (or the whole figure, for the scheme of Fig. 1)
+                n, x = panel.group(1)[0], panel.group(1)[2]
+                assert f"Fig. {n}({x})" in cap or f"Fig. {n} (" in cap, f"{fig}: caption does not name Fig. {n}({x})"
+            else:  # the row says the figure has no (identified) counterpart, and so does its caption
+                assert row[0].startswith("no "), row[0]
+                assert re.search(r"not a paper figure|no identified paper panel", cap, re.I), fig
+
+
+def test_every_caption_names_its_panel_or_says_it_has_none():
+    for fig, cap in _captions().items():
+        assert re.search(r"Fig\. \d[( ]|not a paper figure|no identified paper panel", cap, re.I), fig
+
+
+def test_the_panel_list_is_the_specs():
+    if not SPEC.exists():
+        import pytest
+
+        pytest.skip(f"the project's specification is not beside this checkout ({SPEC})")
+    text = SPEC.read_text()
+    section = text[text.index("### C.7") :]
+    section = section[: section.index("Decision rule")]
+    found = set()
+    for n, block in re.findall(r"\*\*Fig\. (\d)\*\*(.*?)(?=\*\*Fig\. \d\*\*|\Z)", section, re.S):
+        found |= {f"{n}({x})" for x in re.findall(r"\(([a-f])\)", block)}
+    assert found == PAPER_PANELS

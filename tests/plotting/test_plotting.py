@@ -184,3 +184,39 @@ def test_wide_grids_get_short_width_labels():
         "10k",
         "2.5k",
     ]
+
+
+def test_the_markov_scheme_draws_the_four_named_paths_through_their_heads():
+    fig = plotting.markov_network_scheme()
+    ax = fig.axes[0]
+    texts = [(t.get_text(), t.get_position()) for t in ax.texts]
+    lines = ax.get_lines()
+    assert len(lines) == 4
+    # each path passes through its layer-1 and layer-2 head (spec §A.3): g = good -> uniform, d = random -> uniform,
+    # a1 = good -> random, a2 = random -> random (heads: good/random at layer 1, uniform/random at layer 2)
+    x1 = sorted(x for (name, (x, y)) in texts if name in ("good", "random") and y < 0.5)
+    x2 = sorted(x for (name, (x, y)) in texts if name in ("uniform", "random") and y > 0.5)
+    by_row = sorted(texts, key=lambda t: (t[1][1], t[1][0]))
+    assert [n for n, _ in by_row if n in ("good", "random", "uniform")] == ["good", "random", "uniform", "random"]
+    want = {"g": (x1[0], x2[0]), "d": (x1[1], x2[0]), "a1": (x1[0], x2[1]), "a2": (x1[1], x2[1])}
+    for line, name in zip(lines, ("g", "d", "a1", "a2")):
+        xs = line.get_xdata()
+        assert np.allclose((xs[1], xs[2]), want[name], atol=0.03), name
+        assert any(t.startswith(name + " ") for t, _ in texts)
+    plt.close(fig)
+
+
+def test_the_paths_scheme_draws_the_given_numbers_and_refuses_a_wrong_U():
+    rng = np.random.default_rng(0)
+    G = rng.standard_normal((4, 4))
+    U = G @ G.T
+    C = [[rng.standard_normal((3, 3)) for _ in range(4)] for _ in range(4)]
+    fig = plotting.paths_scheme(U, {"GP": np.full(5, 0.1), "renormalised": np.full(5, 0.3)}, C)
+    heat = fig.axes[1].get_images()[0]
+    np.testing.assert_array_equal(heat.get_array(), U)
+    bars = [p.get_height() for p in fig.axes[2].patches]
+    assert sorted(set(np.round(bars, 6))) == [0.1, 0.3] and len(bars) == 10
+    assert len(fig.axes[3].get_images()) == 16
+    plt.close(fig)
+    with pytest.raises(ValueError, match="4 paths"):
+        plotting.paths_scheme(np.eye(3), {"GP": [0.1], "renormalised": [0.2]}, C)

@@ -368,16 +368,27 @@ def heatmap_U_by_head(ax, U, heads, vmax: float | None = None, cmap: str = DIVER
     return im
 
 
-def cumulative_pruning_panel(ax, cp, on: str = "test", band=(10.0, 90.0)):
+def cumulative_pruning_panel(ax, cp, on: str = "test", band=(10.0, 90.0), accuracy: bool = False, combinations=None):
     """Cumulative pruning (a :class:`attention_paths.tasks.pruning.CumulativePruning`): accuracy drop on set
     ``on`` against the number of heads removed, for the theory-score order (with paired standard errors), the
-    value-norm and reference orders, and the random orders' median and ``band`` percentiles."""
+    value-norm and reference orders, and the random orders' median and ``band`` percentiles.
+
+    ``accuracy``: draw the pruned network's accuracy (%) instead of the drop (the paper's Fig. 3(f)), with the
+    unpruned accuracy as a line; ``combinations`` ({label: a pruning result's combination, with ``heads`` and
+    ``accuracy``}) adds those head sets as labelled points at their number of heads."""
     k = np.arange(cp.K + 1)
+    full = float(cp.curves["theory score"].accuracy[on][0])
+
+    def y(drop):
+        return full - np.asarray(drop, float) if accuracy else np.asarray(drop, float)
+
     lo, med, hi = cp.random.band(on, (band[0], 50.0, band[1]))
     grey = "0.55"
     n = len(cp.random.orders)
-    ax.fill_between(k, lo, hi, color=grey, alpha=0.25, lw=0, label=f"{n} random orders ({band[0]:g}-{band[1]:g}%)")
-    ax.plot(k, med, color=grey, lw=1.2, label="random orders, median")
+    ax.fill_between(
+        k, y(lo), y(hi), color=grey, alpha=0.25, lw=0, label=f"{n} random orders ({band[0]:g}-{band[1]:g}%)"
+    )
+    ax.plot(k, y(med), color=grey, lw=1.2, label="random orders, median")
     # the theory's blue; the baseline and the reference in colours no role of the book uses
     styles = {
         "theory score": (ROLES["theory"], "o", "-"),
@@ -387,22 +398,16 @@ def cumulative_pruning_panel(ax, cp, on: str = "test", band=(10.0, 90.0)):
     for label, c in cp.curves.items():
         color, marker, ls = styles.get(label, ("C6", "^", "-."))
         if label == "theory score":
-            ax.errorbar(
-                k,
-                c.drop[on],
-                yerr=c.drop_se[on],
-                color=color,
-                marker=marker,
-                ms=4,
-                ls=ls,
-                capsize=2,
-                lw=1.2,
-                label=label,
-            )
+            ax.errorbar(k, y(c.drop[on]), yerr=c.drop_se[on], color=color, marker=marker, ms=4, ls=ls, capsize=2,
+                        lw=1.2, label=label)  # fmt: skip
         else:
-            ax.plot(k, c.drop[on], color=color, marker=marker, ms=3.5, ls=ls, lw=1.0, label=label)
-    ax.axhline(0, color="0.4", lw=0.6)
+            ax.plot(k, y(c.drop[on]), color=color, marker=marker, ms=3.5, ls=ls, lw=1.0, label=label)
+    for j, (label, comb) in enumerate((combinations or {}).items()):
+        value = float(comb.accuracy[on]) if accuracy else float(comb.drop[on])
+        ax.plot(len(comb.heads) + 0.1 * (j % 3 - 1), value, ls="none", marker="*PXvh^D"[j % 7], ms=7,
+                color=f"C{2 + j % 8}", mec="k", mew=0.4, label=f"{label}: {', '.join(comb.heads)}")  # fmt: skip
+    ax.axhline(full if accuracy else 0, color="0.4", lw=0.6)
     ax.set_xlabel("heads removed")
-    ax.set_ylabel("accuracy drop (points)")
+    ax.set_ylabel("accuracy (%)" if accuracy else "accuracy drop (points)")
     ax.set_xticks(k)
     return ax

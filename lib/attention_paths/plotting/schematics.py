@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_paths.plotting.style import DIVERGING, PALETTE, figsize
+from attention_paths.plotting.style import DIVERGING, PALETTE
 
 __all__ = ["paths_scheme", "markov_network_scheme", "draw_network"]
 
@@ -43,10 +43,10 @@ def draw_network(ax, heads=(2, 2), paths=None, labels=None, colors=None, head_na
     L = len(heads)
     paths = list(paths) if paths is not None else list(itertools.product(*[range(H) for H in heads]))
     colors = colors or _path_colors(len(paths))
-    labels = labels or ["".join(str(h + 1) for h in p) for p in paths]
-    xs = [np.linspace(0.25, 0.75, H) if H > 1 else np.array([0.5]) for H in heads]
+    labels = labels or [",".join(str(h + 1) for h in p) for p in paths]
+    xs = [np.linspace(0.3, 0.7, H) if H > 1 else np.array([0.5]) for H in heads]
     ys = np.linspace(0.3, 0.72, L)
-    ax.set(xlim=(0, 1), ylim=(0, 1))
+    ax.set(xlim=(0, 1.12), ylim=(0, 1))
     ax.axis("off")
     for k, (p, c) in enumerate(zip(paths, colors, strict=True)):
         off = (k - (len(paths) - 1) / 2) * 0.012
@@ -56,11 +56,11 @@ def draw_network(ax, heads=(2, 2), paths=None, labels=None, colors=None, head_na
         for h in range(heads[l]):
             name = head_names[l][h] if head_names else f"$h_{l + 1}={h + 1}$"
             ax.text(xs[l][h], ys[l], name, ha="center", va="center", fontsize=8, bbox=_HEAD_BOX, zorder=3)
-        ax.text(0.02, ys[l], f"layer {l + 1}", ha="left", va="center", fontsize=8, color="0.35")
+        ax.text(0.0, ys[l], f"layer {l + 1}", ha="left", va="center", fontsize=8, color="0.35")
     ax.text(0.5, 0.08, r"input tokens $x$", ha="center", va="top", fontsize=8)
     ax.text(0.5, 0.93, r"readout $f(x)$", ha="center", va="bottom", fontsize=8)
     for k, (lab, c) in enumerate(zip(labels, colors, strict=True)):
-        ax.text(0.98, 0.62 - 0.075 * k, lab, color=c, ha="right", va="center", fontsize=8, fontweight="bold")
+        ax.text(1.12, 0.62 - 0.075 * k, lab, color=c, ha="right", va="center", fontsize=8, fontweight="bold")
 
 
 def paths_scheme(U, alignment: dict, path_kernels, heads=(2, 2), fig=None):
@@ -75,12 +75,12 @@ def paths_scheme(U, alignment: dict, path_kernels, heads=(2, 2), fig=None):
     if U.shape != (Pi, Pi) or Pi != int(np.prod(heads)):
         raise ValueError(f"U must be [Pi, Pi] with Pi = {int(np.prod(heads))} paths for heads {heads}, got {U.shape}")
     if fig is None:
-        fig = plt.figure(figsize=figsize(4, 1, aspect=1.05), layout="constrained")
-    axes = fig.subplots(1, 4, width_ratios=[1.15, 1, 1, 1.3])
+        fig = plt.figure(figsize=(7.4, 6.2), layout="constrained")
+    axes = fig.subplots(2, 2).ravel()
     colors = _path_colors(Pi)
-    labels = [r"$\pi$=" + "".join(str(h + 1) for h in p) for p in np.ndindex(*heads)]
+    labels = [",".join(str(h + 1) for h in p) for p in np.ndindex(*heads)]  # "h1,h2" as in the chapters
     draw_network(axes[0], heads, labels=labels, colors=colors)
-    axes[0].set_title(r"(a) $f=\sum_\pi w^\pi V^{(0)}\xi^\pi$", fontsize=9)
+    axes[0].set_title(r"(a) the network, a sum over paths: $f=\sum_\pi w^\pi V^{(0)}\xi^\pi$", fontsize=9)
     vmax = float(np.abs(U).max())
     im = axes[1].imshow(U, cmap=DIVERGING, vmin=-vmax, vmax=vmax)
     axes[1].set_xticks(range(Pi), labels, rotation=90, fontsize=7)
@@ -89,7 +89,7 @@ def paths_scheme(U, alignment: dict, path_kernels, heads=(2, 2), fig=None):
         axes[1].get_xticklabels()[k].set_color(c)
         axes[1].get_yticklabels()[k].set_color(c)
     fig.colorbar(im, ax=axes[1], shrink=0.7, label=r"$U_{\pi\pi'}$")
-    axes[1].set_title(r"(b) $U_{\pi\pi'}\propto w^\pi\!\cdot w^{\pi'}$", fontsize=9)
+    axes[1].set_title(r"(b) the order parameter $U_{\pi\pi'}\propto w^\pi\!\cdot w^{\pi'}$", fontsize=9)
     _alignment_panel(axes[2], alignment)
     _kernel_sum_panel(axes[3], U, path_kernels, colors)
     return fig
@@ -100,9 +100,9 @@ def _alignment_panel(ax, alignment: dict) -> None:
     k = np.arange(1, len(gp) + 1)
     ax.bar(k - 0.2, gp, 0.4, color="0.6", label="GP limit")
     ax.bar(k + 0.2, rn, 0.4, color=PALETTE[0], label="finite width")
-    ax.set(xlabel="principal component", ylabel="label overlap")
+    ax.set(xlabel="principal component (by decreasing eigenvalue)", ylabel="label overlap", xticks=k)
     ax.legend(fontsize=7, frameon=False)
-    ax.set_title("(c) kernel PCs vs labels", fontsize=9)
+    ax.set_title("(c) the kernel's principal components and the labels", fontsize=9)
 
 
 def _kernel_sum_panel(ax, U, path_kernels, colors) -> None:
@@ -122,8 +122,10 @@ def _kernel_sum_panel(ax, U, path_kernels, colors) -> None:
                     (j + 0.05, i + 0.05), 0.9, 0.9, fill=False, lw=0.5 + 3 * w, ec=colors[i] if i == j else "0.25"
                 )
             )
-    ax.text(Pi / 2, -0.35, r"$K=\sum_{\pi\pi'}U_{\pi\pi'}C^{\pi\pi'}$", ha="center", fontsize=9)
-    title = "(d) kernel = weighted path kernels\n(frame width: $|U_{\\pi\\pi'}|$; GP: diagonal, equal)"
+    ax.text(Pi / 2, -0.35, r"$K=\sum_{\pi\pi'}U_{\pi\pi'}C^{\pi\pi'}$", ha="center", fontsize=10)
+    title = (
+        "(d) the kernel, a weighted sum of path kernels\n(frame width: $|U_{\\pi\\pi'}|$; GP: diagonal, equal weights)"
+    )
     ax.set_title(title, fontsize=8)
 
 
@@ -134,7 +136,7 @@ def markov_network_scheme(ax=None):
     import matplotlib.pyplot as plt
 
     if ax is None:
-        fig, ax = plt.subplots(figsize=figsize(1, 1, aspect=0.8, width=4.2), layout="constrained")
+        fig, ax = plt.subplots(figsize=(5.2, 3.4), layout="constrained")
     else:
         fig = ax.figure
     head_names = [["good", "random"], ["uniform", "random"]]
