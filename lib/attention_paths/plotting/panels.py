@@ -183,13 +183,15 @@ def accuracy_grid_image(
     return ax.collections[0]
 
 
-def oneshot_accuracy_panels(axes, result, sets=("test", "MNIST", "FashionMNIST"), titles=None):
+def oneshot_accuracy_panels(axes, result, sets=("test", "MNIST", "FashionMNIST"), titles=None, more_samples=()):
     """Accuracy against width for an ``omniglot-theory`` result (a ``OneShotResult``, live or reloaded), one
     panel per set.
 
     Theory at the validation-selected temperature (solid), at the test-selected one (the paper's protocol,
     dashed), at ``tau = 0.5`` (dotted), sampled posterior points at ``tau = 0.5``, the GP limit at its
-    validation-selected temperature, and the trained network's own accuracy.
+    validation-selected temperature, and the trained network's own accuracy.  ``more_samples``: results of
+    the ``omniglot-sampling`` experiment on the same network, drawn as filled dots at their own widths and
+    temperature, each beside the theory at the same point (a cross).
     """
     widths = np.asarray(result.widths)
     taus = list(np.asarray(result.taus, float))
@@ -221,6 +223,13 @@ def oneshot_accuracy_panels(axes, result, sets=("test", "MNIST", "FashionMNIST")
                 mew=1.5,
                 label=rf"sampled posterior, $\tau={cfg['sampling']['tau']:g}$",
             )
+        for extra in more_samples:
+            tau = float(extra.config["tau"])
+            for N, run in extra.sampled.items():
+                ax.plot([int(N)], [run.sets[s]["sampled"]], "o", color=ROLES["samples"], ms=6,
+                        label=rf"sampled posterior, $\tau={tau:g}$")  # fmt: skip
+                ax.plot([int(N)], [run.sets[s]["theory"]], "x", color=ROLES["theory"], ms=7, mew=1.5,
+                        label=rf"theory at the sampled point, $\tau={tau:g}$")  # fmt: skip
         gp = float(np.asarray(sel["val"]["gp"].accuracy[s]))
         gp_tau = float(np.asarray(sel["val"]["gp"].tau))
         ax.axhline(gp, color=ROLES["gp"], lw=1.2, label=rf"GP limit ($\tau={gp_tau:g}$)")
