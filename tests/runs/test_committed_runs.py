@@ -326,3 +326,41 @@ def test_an_hmc_run_of_an_unknown_layout_is_refused(tmp_path):
     run = rewritten_run(tmp_path, DATA / "hmc-paper", lambda s: s.update(layout=3))
     with pytest.raises(ValueError, match="layout 3 of MarkovResult, not layout 2"):
         experiments.load_run(run, "hmc")
+
+
+SAMPLING_RUNS = sorted((DATA / "omniglot-sampling").glob("*")) if (DATA / "omniglot-sampling").exists() else []
+
+
+@pytest.mark.parametrize("folder", SAMPLING_RUNS, ids=[f.name for f in SAMPLING_RUNS])
+def test_committed_sampling_runs_record_what_they_did_and_diagnostics_that_agree(folder):
+    """Issue 49 §2: each committed omniglot-sampling run is of the network its record names, was made by the
+    command its record holds, with the settings it reports, and its diagnostics are those of its own draws:
+    divergences summed over the chains, shares and acceptance in [0, 1], R-hat >= 1 (or not computed, one
+    chain), effective sample sizes positive and at most 4 x the draws, the theory solve converged and
+    certified, and the stored agreement that of the stored order parameters."""
+    run = experiments.load_run(folder, "omniglot-sampling", required=True)
+    record = json.loads((folder / "record.json").read_text())
+    net = json.loads((DATA / f"omniglot-{run.config['network']}" / "record.json").read_text())
+    assert run.network_record["sha256"] == net["exported"]["sha256"]
+    assert record["code"]["git_dirty"] is False and record["code"]["git_commit"] == run.provenance["git_commit"]
+    cmd = record["command"]
+    assert f"--network {run.config['network']}" in cmd or run.config["network"] == "paper"
+    assert f"--out data/omniglot-sampling/{folder.name}" in cmd
+    for N, smp in run.sampled.items():
+        st, d = smp.settings["sampler"], smp.diagnostics
+        assert {k: st[k] for k in ("num_chains", "num_warmup", "num_samples", "seed")} == {
+            k: run.config["sampler"][k] for k in ("num_chains", "num_warmup", "num_samples", "seed")
+        }
+        assert smp.kind == run.config["kind"] and smp.settings["arch"]["widths"][0] == N
+        assert (
+            d["divergences"] == sum(d["divergences_per_chain"]) and len(d["divergences_per_chain"]) == st["num_chains"]
+        )
+        assert 0 <= d["mean_accept_prob"] <= 1 and 0 <= d["share_at_depth_limit"] <= 1
+        assert d["tree_depth_median"] <= st["max_tree_depth"] and d["mean_tree_steps"] <= 2 ** st["max_tree_depth"]
+        draws = st["num_chains"] * st["num_samples"]
+        for k in ("ess_bulk_U_min", "ess_bulk_U_median", "ess_bulk_outputs_min"):
+            assert 0 < d[k] <= 4 * draws, k
+        for k in ("rhat_U_max", "rhat_outputs_max"):
+            assert d[k] >= 1.0 or (st["num_chains"] == 1 and np.isnan(d[k])), k
+        assert run.solver[N]["converged"] and run.solver[N]["hessian_min_eig"] > 0 and run.solver[N]["grad_max"] <= 1e-8
+        assert smp.sets["test"]["n"] == run.data_info["n_eval"] and abs(smp.corr) <= 1
