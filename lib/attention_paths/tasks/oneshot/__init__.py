@@ -27,7 +27,8 @@ elsewhere).
 
 Modules: :mod:`.data` (extraction), :mod:`.grid` (the theory over the grid), :mod:`.posterior` (sampling),
 :mod:`.experiment` (sizes, run, results folder), :mod:`.result` (the result type),
-:mod:`.claims` and :mod:`.tables`.
+:mod:`.claims` and :mod:`.tables`; :mod:`.sampling_run` is the ``omniglot-sampling`` experiment (posterior
+samples at chosen widths, each against the theory at its point).
 """
 
 from attention_paths.tasks.oneshot.claims import oneshot_claims
