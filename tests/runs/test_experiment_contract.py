@@ -33,12 +33,12 @@ COMMITTED = {
     "hmc": DATA / "hmc-paper",
     "omniglot-theory": DATA / "omniglot-theory" / "paper-sizes-paper-network",
     "pruning": DATA / "pruning" / "paper-network",
+    "omniglot-sampling": DATA / "omniglot-sampling" / "paper-3x3-network-N10",
 }
 # the tiny size of the others: the quick scale's config with these changes (a few seconds of work each)
 TINY = {
     "theory": {"widths": (1000, 10)},
     "posterior": {"widths": (10,), "full_widths": (), "num_chains": 1, "num_warmup": 20, "num_samples": 20},
-    "omniglot-sampling": {"sampler": {"num_chains": 1, "num_warmup": 10, "num_samples": 10, "seed": 4}},
 }
 
 
@@ -53,7 +53,7 @@ _CACHE: dict = {}
 
 
 # a tiny run that still takes long here: posterior, 78 s on two busy cores (JAX's start and compilation)
-SLOW = {"posterior", "omniglot-sampling"}
+SLOW = {"posterior"}
 
 
 @pytest.fixture(params=[pytest.param(n, marks=[pytest.mark.slow] if n in SLOW else []) for n in sorted(EXPERIMENTS)])
