@@ -217,10 +217,13 @@ def test_each_subcommand_lists_only_its_own_options(capsys):
         (["ensemble", "--seed", "1"], "ensemble does not take --seed (omniglot-train takes it)"),
         (
             ["theory", "--network", "paper"],
-            "theory does not take --network (omniglot-theory, omniglot-train, pruning, ",
+            "theory does not take --network (omniglot-sampling, omniglot-theory, omniglot-train, pruning, ",
         ),
         (["reproduce", "--net", "paper"], "reproduce does not take --net;"),  # no abbreviation of --network
-        (["reproduce", "--widths", "10"], "reproduce does not take --widths (omniglot-theory takes it)"),
+        (
+            ["reproduce", "--widths", "10"],
+            "reproduce does not take --widths (omniglot-sampling, omniglot-theory take it)",
+        ),
         (["omniglot-train", "--max", "3"], "omniglot-train does not take --max;"),  # nor of --max-steps
     ],
 )

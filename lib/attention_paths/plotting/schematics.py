@@ -21,7 +21,11 @@ hidden-Markov-chain network, two layers of two heads, and its four named paths.
 
 from __future__ import annotations
 
+import itertools
+
+import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.patches import Rectangle
 
 from attention_paths.plotting.style import DIVERGING, PALETTE
 
@@ -38,8 +42,6 @@ def draw_network(ax, heads=(2, 2), paths=None, labels=None, colors=None, head_na
     """A multi-head attention network of ``len(heads)`` layers on ``ax``: the input tokens at the bottom, one row
     of heads per layer, the readout at the top, and each path in ``paths`` (head indices, one per layer; default:
     every path) as a coloured line through its heads, labelled by ``labels`` (default: the heads' indices)."""
-    import itertools
-
     L = len(heads)
     paths = list(paths) if paths is not None else list(itertools.product(*[range(H) for H in heads]))
     colors = colors or _path_colors(len(paths))
@@ -68,8 +70,6 @@ def paths_scheme(U, alignment: dict, path_kernels, heads=(2, 2), fig=None):
     ({"GP": [k], "renormalised": [k]}) the label overlaps of the two kernels' leading eigenvectors; ``path_kernels``
     [Pi][Pi] the path-path kernels ``C^{pi pi'}`` (each [P, P], or a thumbnail of one), for ``Pi = prod(heads)``
     paths.  Returns the figure (one axis per panel, plus the colour bar of (b))."""
-    import matplotlib.pyplot as plt
-
     U = np.asarray(U, float)
     Pi = U.shape[0]
     if U.shape != (Pi, Pi) or Pi != int(np.prod(heads)):
@@ -117,11 +117,8 @@ def _kernel_sum_panel(ax, U, path_kernels, colors) -> None:
             s = float(np.abs(C).max()) or 1.0
             w = abs(U[i, j]) / umax
             ax.imshow(C / s, cmap="Greys", vmin=-1, vmax=1, extent=(j + 0.08, j + 0.92, i + 0.92, i + 0.08))
-            ax.add_patch(
-                __import__("matplotlib").patches.Rectangle(
-                    (j + 0.05, i + 0.05), 0.9, 0.9, fill=False, lw=0.5 + 3 * w, ec=colors[i] if i == j else "0.25"
-                )
-            )
+            edge = colors[i] if i == j else "0.25"
+            ax.add_patch(Rectangle((j + 0.05, i + 0.05), 0.9, 0.9, fill=False, lw=0.5 + 3 * w, ec=edge))
     ax.text(Pi / 2, -0.35, r"$K=\sum_{\pi\pi'}U_{\pi\pi'}C^{\pi\pi'}$", ha="center", fontsize=10)
     title = (
         "(d) the kernel, a weighted sum of path kernels\n(frame width: $|U_{\\pi\\pi'}|$; GP: diagonal, equal weights)"
@@ -133,8 +130,6 @@ def markov_network_scheme(ax=None):
     """Fig. 2(b) of the paper: the hidden-Markov-chain network (spec §A.3: layer 1 a good head and a random one,
     layer 2 a uniform head and a random one) and its four paths g, d, a1, a2, in the book's display order.
     Returns the figure."""
-    import matplotlib.pyplot as plt
-
     if ax is None:
         fig, ax = plt.subplots(figsize=(5.2, 3.4), layout="constrained")
     else:
