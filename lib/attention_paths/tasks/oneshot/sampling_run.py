@@ -170,10 +170,9 @@ def _config(scale: str, network, widths, tau, budget) -> dict:
     return out
 
 
-def _theory_at(data: OneShotData, N: int, tau: float):
-    """The certified theory solve at ``(N, tau)``, cold from the GP point."""
-    action = Action(PathKernel(data.features["train"]), data.y["train"], tau, Architecture.uniform(data.heads, N))
-    return solve(action, n_restarts=0)
+def _theory_at(data: OneShotData, kernel: PathKernel, N: int, tau: float):
+    """The certified theory solve at ``(N, tau)``, cold from the GP point (``kernel``: the training features')."""
+    return solve(Action(kernel, data.y["train"], tau, Architecture.uniform(data.heads, N)), n_restarts=0)
 
 
 def run_oneshot_sampling(
@@ -201,7 +200,8 @@ def run_oneshot_sampling(
         data = extract(net, dict(asdict(ONESHOT_EXPERIMENT[scale]), **cfg), root, rec, progress)
     seconds = {"extract": time.perf_counter() - t0}
     t1 = time.perf_counter()
-    solves = {N: _theory_at(data, N, cfg["tau"]) for N in cfg["widths"]}
+    kernel = PathKernel(data.features["train"])  # one path kernel for every width
+    solves = {N: _theory_at(data, kernel, N, cfg["tau"]) for N in cfg["widths"]}
     seconds["theory"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     samples = sample_oneshot(data, {"sampling": cfg}, progress)
