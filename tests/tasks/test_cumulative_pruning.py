@@ -96,3 +96,63 @@ def test_the_reference_order_of_the_2x8_network():
     order = pr.parse_heads(pr.REFERENCE_CUMULATIVE_ORDER[heads], heads)
     c = cu.pruning_curve({"test": rng.standard_normal((50, 64))}, {"test": np.ones(50)}, heads, order)
     assert len(c.order) == 13 and c.order[0] == "(1)7" and c.order[-1] == "(1)2"
+
+
+def _committed_with_curves():
+    from attention_paths.runs import experiments
+
+    runs = {d.name: experiments.load_run(d, "pruning", required=True) for d in sorted((DATA / "pruning").iterdir())}
+    return {k: r for k, r in runs.items() if r.cumulative is not None}
+
+
+def test_stored_curves_equal_a_recomputation_from_the_per_path_outputs():
+    """Every committed pruning run stores its cumulative curves with at least 200 random orders (issue 49 §3), and
+    they are what the stored per-path outputs give: score, value-norm and reference orders, each random order,
+    the p-value."""
+    import dataclasses
+
+    runs = _committed_with_curves()
+    assert len(runs) == len(list((DATA / "pruning").iterdir())) == 8
+    for name, res in runs.items():
+        cp = res.cumulative
+        assert len(cp.random.orders) >= 200 and cp.random.seed == res.config["seed"], name
+        again = cu.cumulative_pruning(dataclasses.replace(res, cumulative=None), len(cp.random.orders), cp.random.seed)
+        assert again.K == cp.K and list(again.curves) == list(cp.curves) and again.random.orders == cp.random.orders
+        for label, c in cp.curves.items():
+            assert again.curves[label].order == c.order, (name, label)
+            for s in res.y:
+                for what in ("accuracy", "drop", "drop_se"):
+                    np.testing.assert_array_equal(getattr(again.curves[label], what)[s], getattr(c, what)[s])
+        for s in res.y:
+            np.testing.assert_array_equal(again.random.drop[s], cp.random.drop[s])
+        assert again.p_value == cp.p_value, name
+
+
+def test_a_stored_curve_that_contradicts_its_run_is_refused(tmp_path):
+    import dataclasses
+
+    from attention_paths.base.serialise import read_checked
+    from attention_paths.tasks.pruning.experiment import pruning_summary
+
+    res = _committed_with_curves()["paper-network"]
+    cp = res.cumulative
+    read_checked(pr.PruningResult, *pruning_summary(res), tmp_path)  # as stored: accepted
+    bad_p = dataclasses.replace(cp, p_value={**cp.p_value, "test": 0.5})
+    with pytest.raises(ValueError, match=r"cumulative.p_value\[test\]"):
+        read_checked(pr.PruningResult, *pruning_summary(dataclasses.replace(res, cumulative=bad_p)), tmp_path)
+    score = cp.curves["theory score"]
+    moved = dataclasses.replace(score, drop={**score.drop, "MNIST": score.drop["MNIST"] + 1.0})
+    bad_curve = dataclasses.replace(cp, curves={**cp.curves, "theory score": moved})
+    with pytest.raises(ValueError, match="unpruned accuracy minus"):
+        read_checked(pr.PruningResult, *pruning_summary(dataclasses.replace(res, cumulative=bad_curve)), tmp_path)
+    shuffled = dataclasses.replace(score, order=score.order[::-1])
+    with pytest.raises(ValueError, match="does not follow the scores' order"):
+        read_checked(
+            pr.PruningResult,
+            *pruning_summary(
+                dataclasses.replace(
+                    res, cumulative=dataclasses.replace(cp, curves={**cp.curves, "theory score": shuffled})
+                )
+            ),
+            tmp_path,
+        )

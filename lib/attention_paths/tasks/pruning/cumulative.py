@@ -8,7 +8,11 @@ so the curves of any number of orders come from a :class:`~.result.PruningResult
 * :func:`random_orders` -- orders drawn uniformly among those whose first K heads leave every layer a head;
 * :func:`cumulative_pruning` -- the curves of a pruning result: its theory-score order, the value-norm order, the
   reference's literal order where it has one, and ``n_random`` random orders;
-* :func:`heads_within` -- how many heads an order removes before its drop first exceeds a threshold.
+* :func:`heads_within` -- how many heads an order removes before its drop first exceeds a threshold;
+* :func:`order_p_value` -- the empirical p-value of an order's mean drop against random orders'.
+
+A pruning run stores its curves with :data:`RANDOM_ORDERS` random orders (``PruningResult.cumulative``); the
+invariants of a stored run check them against its own numbers (:func:`check_cumulative`).
 
 Example (a 2 x 2 network, paths ``(h1, h2)`` flattened first layer slowest)::
 
@@ -21,14 +25,20 @@ Example (a 2 x 2 network, paths ``(h1, h2)`` flattened first layer slowest)::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from attention_paths.tasks.claim import claim
 from attention_paths.tasks.pruning.heads import REFERENCE_CUMULATIVE_ORDER, all_heads, keeps_every_layer
-from attention_paths.tasks.pruning.network import correct, drop_with_error, pruned_outputs
-from attention_paths.tasks.pruning.result import PruningResult, head_name, parse_head_name, parse_heads
+from attention_paths.tasks.pruning.network import correct, drop_with_error, path_coefficients, pruned_outputs
+from attention_paths.tasks.pruning.result import (
+    CumulativePruning,
+    PruningCurve,
+    PruningResult,
+    RandomCurves,
+    head_name,
+    parse_head_name,
+    parse_heads,
+)
 from attention_paths.theory.checks import check_heads
 
 __all__ = [
@@ -44,51 +54,13 @@ __all__ = [
     "cumulative_pruning",
     "cumulative_claims",
     "mean_drop",
+    "order_p_value",
     "CUMULATIVE_THRESHOLDS",
+    "RANDOM_ORDERS",
 ]
 
-
-@dataclass(kw_only=True)
-class PruningCurve:
-    """The network with the first ``k`` heads of ``order`` removed, ``k = 0 .. K``: per evaluation set its
-    ``accuracy`` (%), ``drop`` from the unpruned network (points; positive = worse) and the drop's paired standard
-    error ``drop_se``, each [K + 1] (index ``k``).  ``order`` holds the head labels "(layer)head"."""
-
-    label: str
-    order: list[str]
-    accuracy: dict[str, np.ndarray]
-    drop: dict[str, np.ndarray]
-    drop_se: dict[str, np.ndarray]
-
-    @property
-    def removed(self) -> np.ndarray:
-        """The number of heads removed at each point of the curve, ``0 .. K``."""
-        return np.arange(len(self.order) + 1)
-
-
-@dataclass(kw_only=True)
-class RandomCurves:
-    """The drops of ``n`` random removal orders (:func:`random_orders`), {set: [n, K + 1]}, and the orders."""
-
-    orders: list[list[str]]
-    drop: dict[str, np.ndarray]
-    seed: int
-
-    def band(self, on: str = "test", q=(10.0, 50.0, 90.0)) -> np.ndarray:
-        """Percentiles ``q`` of the random orders' drop on set ``on`` at each number removed, [len(q), K + 1]."""
-        return np.percentile(self.drop[on], q, axis=0)
-
-
-@dataclass(kw_only=True)
-class CumulativePruning:
-    """Cumulative pruning of one network: ``curves`` by label ("theory score", "value norm", and "reference
-    (literal)" where the reference prunes the architecture cumulatively), ``random`` orders, the architecture
-    ``heads`` and the number of heads removed at most ``K``."""
-
-    heads: tuple[int, ...]
-    K: int
-    curves: dict[str, PruningCurve]
-    random: RandomCurves
+# random orders a pruning run stores with its curves (issue 49 §3: at least 200 per network)
+RANDOM_ORDERS = 200
 
 
 def max_removable(heads) -> int:
@@ -155,12 +127,25 @@ def pruning_curve(F: dict, y: dict, heads, order, full: dict | None = None, labe
     hs = check_order(order, heads, K)[:K]
     full = {s: correct(pruned_outputs(F[s], (), heads), y[s]) for s in y} if full is None else full
     acc, drop, se = {}, {}, {}
+    C = np.stack([path_coefficients(hs[:k], heads) for k in range(K + 1)], axis=1)  # [Pi, K + 1]
     for s in y:
-        per = [correct(pruned_outputs(F[s], hs[:k], heads), y[s]) for k in range(K + 1)]
+        out = _outputs(F[s], C, heads)  # the K + 1 pruned networks in one product
+        per = [correct(out[:, k], y[s]) for k in range(K + 1)]
         acc[s] = np.array([100.0 * float(c.mean()) for c in per])
         d = np.array([drop_with_error(full[s], c) for c in per])
         drop[s], se[s] = d[:, 0], d[:, 1]
     return PruningCurve(label=label, order=[head_name(h) for h in hs], accuracy=acc, drop=drop, drop_se=se)
+
+
+def _outputs(F, C, heads) -> np.ndarray:
+    """Outputs [n, m] of ``m`` pruned networks of path coefficients ``C`` [Pi, m] (:func:`~.network.pruned_outputs`
+    for each column), from the path outputs ``F`` [n, Pi]."""
+    F = np.asarray(F)
+    if F.ndim != 2 or F.shape[1] != C.shape[0]:
+        raise ValueError(
+            f"path outputs of shape {F.shape} do not fit heads per layer {tuple(heads)} ({C.shape[0]} paths)"
+        )
+    return F @ C
 
 
 def random_orders(heads, n: int, K: int, seed: int = 0) -> list[list[tuple[int, int]]]:
@@ -188,7 +173,7 @@ def heads_within(drop, threshold: float) -> int:
     return int(over[0] - 1) if len(over) else len(drop) - 1
 
 
-def cumulative_pruning(res: PruningResult, n_random: int = 20, seed: int = 0, K=None) -> CumulativePruning:
+def cumulative_pruning(res: PruningResult, n_random: int = RANDOM_ORDERS, seed: int = 0, K=None) -> CumulativePruning:
     """The cumulative-pruning curves of a pruning result, from its stored per-path outputs: removing heads by
     ascending theory score (:func:`cumulative_order`), by ascending value norm (the baseline), in the reference's
     literal order where it prunes this architecture cumulatively (2 x 8: its 13 heads), and in ``n_random``
@@ -215,9 +200,22 @@ def cumulative_pruning(res: PruningResult, n_random: int = 20, seed: int = 0, K=
         for s in res.y:
             drops[s].append(c.drop[s])
     random = RandomCurves(
-        orders=[[head_name(h) for h in o] for o in orders], drop={s: np.array(d) for s, d in drops.items()}, seed=seed
+        orders=[[head_name(h) for h in o] for o in orders],
+        drop={s: np.array(d).reshape(len(orders), K + 1) for s, d in drops.items()},
+        seed=seed,
     )
-    return CumulativePruning(heads=heads, K=K, curves=curves, random=random)
+    p = {s: order_p_value(curves["theory score"].drop[s], random.drop[s]) for s in res.y}
+    return CumulativePruning(heads=heads, K=K, curves=curves, random=random, p_value=p)
+
+
+def order_p_value(drop, random_drops) -> float:
+    """The empirical one-sided p-value of an order's curve ``drop`` [K + 1] against random orders' ``random_drops``
+    [n, K + 1]: ``(1 + m) / (1 + n)``, ``m`` the random orders whose :func:`mean_drop` is as low or lower (the
+    smallest possible value, ``1 / (1 + n)``, says that no random order did as well)."""
+    random_drops = np.asarray(random_drops, float)
+    ours = mean_drop(drop)
+    m = int(sum(mean_drop(d) <= ours for d in random_drops))
+    return (1 + m) / (1 + len(random_drops))
 
 
 # the in-distribution drops (points) at which the claims count the heads that can go (issue 36 section 3)
@@ -264,8 +262,8 @@ def cumulative_claims(cp: CumulativePruning, on: str = "test") -> list[dict]:
             "in-distribution accuracy, on average over the curve, than the median random order.",
             area < np.median(areas),
             f"mean drop {area:.1f} points by score; random orders median {np.median(areas):.1f} (range "
-            f"{areas.min():.1f}-{areas.max():.1f}, {int((areas <= area).sum())} of {len(areas)} as low or lower); "
-            f"{others}",
+            f"{areas.min():.1f}-{areas.max():.1f}, {int((areas <= area).sum())} of {len(areas)} as low or lower, "
+            f"empirical p = {order_p_value(cp.curves['theory score'].drop[on], cp.random.drop[on]):.3f}); {others}",
         )
     )
     return out

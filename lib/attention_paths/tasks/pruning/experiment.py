@@ -16,6 +16,7 @@ from attention_paths.tasks.omniglot.recipe import config_for
 from attention_paths.tasks.omniglot.training import load_network
 from attention_paths.tasks.oneshot import ONESHOT_EXPERIMENT, OneShotResult, restricted_grid, run_oneshot
 from attention_paths.tasks.pruning.claims import pruning_claims
+from attention_paths.tasks.pruning.cumulative import RANDOM_ORDERS, cumulative_pruning
 from attention_paths.tasks.pruning.heads import all_heads, keeps_every_layer, reference_combinations
 from attention_paths.tasks.pruning.network import correct, drop_with_error, path_outputs, pruned_outputs
 from attention_paths.tasks.pruning.result import (
@@ -49,7 +50,8 @@ __all__ = [
 class PruningExperimentConfig:
     """Sizes of the pruning chapter (:func:`run_pruning`): the trained network, the meta-test episodes the
     drops are measured on (the OOD sets are always complete), the bootstrap resamples of the rank
-    correlation, whether random head pairs are drawn for comparison, and the bootstrap's seed.
+    correlation, whether random head pairs are drawn for comparison, the bootstrap's seed (also the seed of the
+    cumulative-pruning curves' random orders) and how many random orders the stored curves hold.
 
     A run records it as a dict (``res.config``: ``dataclasses.asdict``)."""
 
@@ -58,6 +60,7 @@ class PruningExperimentConfig:
     n_bootstrap: int
     random_pairs: bool = True
     seed: int = 0
+    random_orders: int = RANDOM_ORDERS
 
 
 PRUNING_EXPERIMENT = {
@@ -164,7 +167,7 @@ def run_pruning(
     combos, reference, pairs = _head_sets(scores, heads, evaluate)
     mag = magnitude_scores(net)
     i_t, i_n = theory.panel.index
-    return PruningResult(
+    res = PruningResult(
         scale=scale,
         config=cfg,
         network_record={k: rec.get(k) for k in ("source", "sha256")},
@@ -189,6 +192,8 @@ def run_pruning(
         F=F,
         y=y,
     )
+    # the cumulative-pruning curves (score, value-norm, reference and random orders), stored with the run
+    return replace(res, cumulative=cumulative_pruning(res, cfg["random_orders"], seed=cfg["seed"]))
 
 
 # the largest difference allowed between a written grid's U at the panel point and a cold solve on the features

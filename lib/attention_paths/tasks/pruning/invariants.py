@@ -1,6 +1,7 @@
 """The invariants of a :class:`~.result.PruningResult` (its ``check`` method), checked by its reader: accuracies
 in [0, 100], drops finite and equal to the unpruned accuracy minus the pruned one, the order sorted by the scores
-it claims to sort, the "lowest" combinations made of the lowest-scoring heads, arrays of the declared shapes."""
+it claims to sort, the "lowest" combinations made of the lowest-scoring heads, arrays of the declared shapes, and
+stored cumulative-pruning curves consistent with the run's own numbers (:func:`_cumulative`)."""
 
 from __future__ import annotations
 
@@ -58,6 +59,51 @@ def _lowest(folder, res) -> None:
             )
 
 
+def _curve(folder, name: str, c, unpruned: dict, K: int, names) -> None:
+    """One stored pruning curve: ``K`` distinct heads of the network, and per set an accuracy, a drop equal to
+    the unpruned accuracy minus it (0 with no head removed) and a non-negative standard error, each [K + 1]."""
+    if len(c.order) != K or len(set(c.order)) != K or not set(c.order) <= set(names):
+        inv.violation(folder, f"{name}.order", f"= {c.order} is not {K} distinct heads of the network")
+    for s, u in unpruned.items():
+        acc = inv.accuracy(folder, f"{name}.accuracy[{s}]", c.accuracy.get(s, np.empty(0)), (K + 1,))
+        drop = inv.finite(folder, f"{name}.drop[{s}]", c.drop.get(s, np.empty(0)), (K + 1,))
+        se = inv.finite(folder, f"{name}.drop_se[{s}]", c.drop_se.get(s, np.empty(0)), (K + 1,))
+        if np.abs(drop - (u - acc)).max() > 1e-6 * max(1.0, abs(u)) or drop[0] != 0:
+            inv.violation(folder, f"{name}.drop[{s}]", "is not the unpruned accuracy minus the curve's accuracy")
+        if (se < 0).any():
+            inv.violation(folder, f"{name}.drop_se[{s}]", "holds a negative standard error")
+
+
+def _cumulative(folder, res, names) -> None:
+    """Stored cumulative-pruning curves: each curve consistent (:func:`_curve`), the theory-score order's heads
+    the lowest-scoring ones that keep a head in every layer, the random orders' drops [n, K + 1] starting at 0,
+    and the p-value the stored drops give."""
+    cp = res.cumulative
+    if cp is None:
+        return
+    K = int(cp.K)
+    if not 1 <= K <= len(names) or "theory score" not in cp.curves:
+        inv.violation(folder, "cumulative", f"K = {K} or its curves {sorted(cp.curves)} are not a cumulative run")
+    for label, c in cp.curves.items():
+        _curve(folder, f"cumulative.curves[{label}]", c, res.unpruned, K, names)
+    first = [h for h in res.order if h in cp.curves["theory score"].order]
+    if cp.curves["theory score"].order != first:
+        inv.violation(folder, "cumulative.curves[theory score].order", f"does not follow the scores' order {res.order}")
+    n = len(cp.random.orders)
+    if n < 1 or any(len(o) != K or len(set(o)) != K or not set(o) <= set(names) for o in cp.random.orders):
+        inv.violation(folder, "cumulative.random.orders", f"are not {K} distinct heads each")
+    for s in res.unpruned:
+        d = inv.finite(folder, f"cumulative.random.drop[{s}]", cp.random.drop.get(s, np.empty(0)), (n, K + 1))
+        if (d[:, 0] != 0).any():
+            inv.violation(folder, f"cumulative.random.drop[{s}]", "has a curve that does not start at 0")
+        ours = float(np.mean(cp.curves["theory score"].drop[s][1:]))
+        p = (1 + sum(float(np.mean(r[1:])) <= ours for r in d)) / (1 + n)  # as cumulative.order_p_value
+        if abs(float(cp.p_value.get(s, np.nan)) - p) > 1e-12:
+            inv.violation(
+                folder, f"cumulative.p_value[{s}]", f"= {cp.p_value.get(s)} is not {p:g}, what the drops give"
+            )
+
+
 def check_pruning(res, folder=None) -> None:
     """Raise :class:`~attention_paths.base.invariants.InvariantError` naming ``folder``, the field and the problem
     when ``res`` breaks an invariant of its type."""
@@ -88,6 +134,7 @@ def check_pruning(res, folder=None) -> None:
         for name, p in getattr(res, what).items():
             _pruned(folder, f"{what}[{name}]", p, res.unpruned)
     _lowest(folder, res)
+    _cumulative(folder, res, names)
     widths = inv.increasing(folder, "widths", res.widths)
     taus = inv.increasing(folder, "taus", res.taus)
     stab = inv.finite(folder, "stability", res.stability, (len(taus), len(widths)))

@@ -19,6 +19,9 @@ __all__ = [
     "EVAL_SETS",
     "PrunedNetwork",
     "RankCorrelation",
+    "PruningCurve",
+    "RandomCurves",
+    "CumulativePruning",
     "PruningResult",
     "head_name",
     "parse_head_name",
@@ -57,6 +60,57 @@ class RankCorrelation:
 
 
 @dataclass(kw_only=True)
+class PruningCurve:
+    """The network with the first ``k`` heads of ``order`` removed, ``k = 0 .. K``: per evaluation set its
+    ``accuracy`` (%), ``drop`` from the unpruned network (points; positive = worse) and the drop's paired standard
+    error ``drop_se``, each [K + 1] (index ``k``).  ``order`` holds the head labels "(layer)head"."""
+
+    label: str
+    order: list[str]
+    accuracy: dict[str, np.ndarray]
+    drop: dict[str, np.ndarray]
+    drop_se: dict[str, np.ndarray]
+
+    # stored under "se": an array key "..._drop_" must not also be the start of the standard errors' keys
+    STORED = {"drop_se": Stored(key="se")}
+
+    @property
+    def removed(self) -> np.ndarray:
+        """The number of heads removed at each point of the curve, ``0 .. K``."""
+        return np.arange(len(self.order) + 1)
+
+
+@dataclass(kw_only=True)
+class RandomCurves:
+    """The drops of ``n`` random removal orders (:func:`~.cumulative.random_orders`, drawn with ``seed``), {set:
+    [n, K + 1]}, and the orders (head labels)."""
+
+    orders: list[list[str]]
+    drop: dict[str, np.ndarray]
+    seed: int
+
+    def band(self, on: str = "test", q=(10.0, 50.0, 90.0)) -> np.ndarray:
+        """Percentiles ``q`` of the random orders' drop on set ``on`` at each number removed, [len(q), K + 1]."""
+        return np.percentile(self.drop[on], q, axis=0)
+
+
+@dataclass(kw_only=True)
+class CumulativePruning:
+    """Cumulative pruning of one network (:func:`~.cumulative.cumulative_pruning`): ``curves`` by label ("theory
+    score", "value norm", and "reference (literal)" where the reference prunes the architecture cumulatively),
+    ``random`` orders, the architecture ``heads``, the number of heads removed at most ``K``, and ``p_value``
+    ({set: p}): the empirical one-sided p-value of the theory-score order's mean drop over ``k = 1 .. K``
+    against the random orders', ``(1 + #{random orders with a mean drop as low or lower}) / (1 + n)``
+    (:func:`~.cumulative.order_p_value`).  A pruning run stores it (``PruningResult.cumulative``)."""
+
+    heads: tuple[int, ...]
+    K: int
+    curves: dict[str, PruningCurve]
+    random: RandomCurves
+    p_value: dict[str, float]
+
+
+@dataclass(kw_only=True)
 class PruningResult:
     """Everything :func:`~.experiment.run_pruning` computes, live or reloaded from its results folder (the same type:
     :func:`~.experiment.pruning_summary` writes it, :func:`~.experiment.read_pruning_run` reads it back).
@@ -69,7 +123,9 @@ class PruningResult:
     drop}}) silences heads in the theory instead; ``stability`` (n_tau, n_width) is the rank correlation of
     the ranking at every grid point with the panel's; ``spearman`` ({"theory", "magnitude"}:
     :class:`RankCorrelation`).  ``F`` ({set: (n_episodes, n_paths)}) and ``y`` ({set: (n_episodes,)}) are
-    the per-path outputs and targets every pruned network is computed from.  ``claims`` (C1-C6),
+    the per-path outputs and targets every pruned network is computed from.  ``cumulative``
+    (:class:`CumulativePruning`) holds the cumulative-pruning curves of the score, value-norm, reference and
+    random orders (``None`` in a run written before issue 49 stored them).  ``claims`` (C1-C6),
     ``wall_seconds`` and ``provenance`` exist once the result is written (``None`` on a live result).
     """
 
@@ -93,6 +149,7 @@ class PruningResult:
     spearman: dict[str, RankCorrelation] = field(default_factory=dict)
     F: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     y: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    cumulative: CumulativePruning | None = field(default=None, repr=False)
     claims: list[dict] | None = None
     wall_seconds: float | None = None
     provenance: dict | None = None
@@ -101,7 +158,7 @@ class PruningResult:
     EXPERIMENT = "pruning"
     STORED = {
         "stability": Stored(to="json"),
-        **{k: Stored(none="omit") for k in ("claims", "wall_seconds", "provenance")},
+        **{k: Stored(none="omit") for k in ("cumulative", "claims", "wall_seconds", "provenance")},
     }
 
     def check(self, folder=None) -> None:
