@@ -647,3 +647,28 @@ def test_the_ensemble_summary_is_a_results_folder(tmp_path):
     (ctx.out / results.SUMMARY).write_bytes(bytes(raw))
     with pytest.raises(ValueError, match="summary.json"):
         results.read(ctx.out)
+
+
+def test_tallied_claims_show_k_of_n_in_the_map(tmp_path, monkeypatch):
+    """The architectures chapter's record: one claim per id tallied over networks (tasks.ensemble.tally_claims),
+    shown as "holds on k of n" with the networks where it fails."""
+    from types import SimpleNamespace
+
+    from attention_paths.tasks import ensemble
+
+    monkeypatch.setenv("ATTENTION_PATHS_CLAIMS", str(tmp_path))
+    rows = [
+        SimpleNamespace(name=n, seed=s, claims=c, claim_text={"C1": "one", "C7-1": "seven"})
+        for n, s, c in (
+            ("paper", 42, {"C1": True, "C7-1": False}),
+            ("paper-3x3", 42, {"C1": True, "C7-1": True}),
+            ("paper-2x8", 42, {"C1": True}),
+        )
+    ]
+    recs = ensemble.tally_claims(rows, label="name")
+    assert [(r["id"], r["holds"], r["of"], r["passed"]) for r in recs] == [("C1", 3, 3, True), ("C7-1", 1, 2, False)]
+    assert recs[1]["detail"] == "holds on 1 of 2 networks; fails on paper"
+    cl.record_claims("architectures", recs, "quick")
+    table = cl.claims_markdown(cl.load_claim_records("quick"), {"architectures": "Arch"})
+    assert "| C1: one | **holds on 3 of 3** | holds on 3 of 3 networks |" in table
+    assert "| C7-1: seven | holds on 1 of 2 | holds on 1 of 2 networks; fails on paper |" in table

@@ -96,6 +96,9 @@ def load_claim_records(scale: str | None = None) -> dict[str, dict]:
 
 
 def _status(claim: dict, expected: dict) -> str:
+    if "of" in claim:  # a claim tallied over several networks (tasks.ensemble.tally_claims)
+        k, n = claim["holds"], claim["of"]
+        return f"**holds on {k} of {n}**" if k == n else f"holds on {k} of {n}"
     if claim["passed"]:
         return "**agrees**" if claim["id"] not in expected else "agrees (listed as a deviation)"
     return "known deviation" if claim["id"] in expected else "**FAILS**"
@@ -103,7 +106,8 @@ def _status(claim: dict, expected: dict) -> str:
 
 def claims_markdown(records: dict[str, dict], chapters: dict[str, str], detail_width: int = 160) -> str:
     """Markdown: per chapter, when and by which code its claims were computed, then a table of the claims
-    with their computed status and the numbers behind it.  ``chapters`` maps chapter names to MyST
+    with their computed status and the numbers behind it; a claim tallied over several networks (with
+    ``holds`` and ``of``) is shown as "holds on k of n".  ``chapters`` maps chapter names to MyST
     references (the headings)."""
     blocks = []
     for chapter, ref in chapters.items():

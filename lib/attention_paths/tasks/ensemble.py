@@ -31,6 +31,7 @@ __all__ = [
     "network_row",
     "spread",
     "claim_tally",
+    "tally_claims",
     "format_rows",
     "format_spread",
     "format_tally",
@@ -322,6 +323,23 @@ def claim_tally(rows: list[NetworkRow], label: str = "seed") -> dict:
             if not ok:
                 t["failing"].append(getattr(r, label))
     return tally
+
+
+def tally_claims(rows: list[NetworkRow], label: str = "seed") -> list[dict]:
+    """:func:`claim_tally` as claim records for the book's claims table (``runs.claims.record_claims``): per
+    claim its ``id``, ``claim`` and, beside ``passed`` (it holds on every network where it was evaluated),
+    ``holds`` and ``of`` (k of n networks) and ``detail`` naming the networks where it fails."""
+    out = []
+    for cid, t in claim_tally(rows, label).items():
+        failing = [_display(r, label) for r in rows if cid in r.claims and not r.claims[cid]]
+        detail = f"holds on {t['holds']} of {t['of']} networks" + (
+            f"; fails on {', '.join(map(str, failing))}" if failing else ""
+        )
+        out.append(
+            {"id": cid, "claim": t["claim"], "passed": t["holds"] == t["of"], "detail": detail}
+            | {"holds": t["holds"], "of": t["of"]}
+        )
+    return out
 
 
 def _display(r: NetworkRow, label: str):
