@@ -1,14 +1,36 @@
-"""The record of one checked claim, shared by the tasks' claims modules.
+"""The record of one checked claim, shared by the tasks' claims modules, and the book's one tie rule.
 
 A claim is checked by a module-level function on a run's numbers; each task's ``*_claims`` runs a table of
 them in order and returns the records (``runs.claims`` writes them for the paper-to-book map).
+
+**The tie rule** (issue 49 §3): a difference counts only beyond :data:`TIE_SE` = 1.5 of its standard errors.
+A claim that asserts a difference ("beats", "improves", "costs less") holds only when the difference exceeds
+its bound by more than a tie (:func:`exceeds`); a claim that asserts a bound ("at most", "does not cost",
+"within") fails only when the bound is exceeded by more than a tie.  :func:`verdict` names the three cases.
+
+>>> exceeds(2.0, 0.0, 1.0), exceeds(1.0, 0.0, 1.0), verdict(-2.0, 1.0)
+(True, False, 'below')
 """
 
 from __future__ import annotations
 
 from typing import Callable, Iterable
 
-__all__ = ["claim", "check_table"]
+__all__ = ["claim", "check_table", "TIE_SE", "exceeds", "verdict"]
+
+# the book's tie: a difference within 1.5 standard errors is not a difference
+TIE_SE = 1.5
+
+
+def exceeds(value, bound, se) -> bool:
+    """Whether ``value`` exceeds ``bound`` by more than a tie: ``value - bound > TIE_SE * se``."""
+    return bool(float(value) - float(bound) > TIE_SE * float(se))
+
+
+def verdict(diff, se) -> str:
+    """``"above"``, ``"tie"`` or ``"below"``: a difference ``diff`` with standard error ``se`` against zero,
+    by :data:`TIE_SE`."""
+    return "above" if exceeds(diff, 0.0, se) else "below" if exceeds(-float(diff), 0.0, se) else "tie"
 
 
 def claim(cid: str, text: str, passed, detail: str) -> dict:
