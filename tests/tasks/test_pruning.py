@@ -162,24 +162,27 @@ def _constructed_result(fmnist_drop: float, fmnist_se: float) -> pr.PruningResul
     "drop, se, costs_nothing, improves",
     [
         (-1.3, 0.6, True, True),
-        (-1.2, 0.6, True, False),
-        (-1.1, 0.6, True, False),
+        (-1.0, 0.6, True, True),
+        (-0.8, 0.6, True, False),
         (0.0, 0.6, True, False),
-        (0.1, 0.6, False, False),
-        (-3.0, 1.6, True, False),
+        (0.8, 0.6, True, False),  # a cost within a tie is no cost
+        (1.0, 0.6, False, False),
+        (-2.3, 1.6, True, False),
+        (-2.5, 1.6, True, True),
     ],
 )
-def test_c3_ood_does_not_cost_and_c3_ood_plus_improves_beyond_twice_the_paired_error(drop, se, costs_nothing, improves):
-    """C3-OOD: the two lowest heads' FashionMNIST drop is <= 0; C3-OOD+ (the paper's "improves"): it is below
-    -2 paired standard errors, strictly."""
+def test_c3_ood_and_c3_ood_plus_follow_the_tie_rule(drop, se, costs_nothing, improves):
+    """The book's tie rule (1.5 paired standard errors): C3-OOD (does not cost) fails only when the two lowest
+    heads' FashionMNIST drop is above 0 beyond a tie; C3-OOD+ (the paper's "improves") holds only when it is
+    below -1.5 paired standard errors."""
     claims = {c["id"]: c for c in pr.pruning_claims(_constructed_result(drop, se))}
     assert [c["id"] for c in pr.pruning_claims(_constructed_result(drop, se))] == [c[0] for c in pr.PRUNING_CLAIMS]
     assert list(claims).index("C3-OOD+") == list(claims).index("C3-OOD") + 1
     assert claims["C3-OOD"]["passed"] is costs_nothing and claims["C3-OOD+"]["passed"] is improves
     assert (
-        f"{drop:+.1f} ± {se:.1f}" in claims["C3-OOD+"]["detail"] and f"{-2 * se:+.1f})" in claims["C3-OOD+"]["detail"]
+        f"{drop:+.1f} ± {se:.1f}" in claims["C3-OOD+"]["detail"] and f"{-1.5 * se:+.1f})" in claims["C3-OOD+"]["detail"]
     )
-    assert pr.IMPROVEMENT_SE == 2.0
+    assert pr.IMPROVEMENT_SE == 1.5
     # the constructed result passes the other claims: C3-OOD+ is judged on its own
     assert all(c["passed"] for k, c in claims.items() if not k.startswith("C3-OOD"))
 
@@ -264,21 +267,22 @@ def committed_runs():
 
 
 def test_the_committed_runs_c3_ood_counts(committed_runs):
-    """Over the five networks of the recipe, FashionMNIST does not suffer on two (C3-OOD) and improves beyond
-    twice its paired error on one (C3-OOD+, seed 4: -1.7 ± 0.6); every run (re-evaluated on 16,384 in-distribution
-    episodes, issue 36) records C3-OOD+ itself."""
+    """Over the five networks of the recipe, FashionMNIST does not suffer beyond a tie on two (C3-OOD) and improves
+    beyond 1.5 paired errors on the same two (C3-OOD+, seed 2: -1.0 ± 0.6, seed 4: -1.7 ± 0.6); every run
+    (re-evaluated on 16,384 in-distribution episodes, issue 36) records C3-OOD+ itself."""
     claims = {s: {c["id"]: c for c in pr.claims_of(r)} for s, r in committed_runs.items()}
     assert all(
         "C3-OOD+" in {c["id"] for c in r.claims} and r.n_episodes["test"] == 16384 for r in committed_runs.values()
     )
     assert [s for s, c in claims.items() if c["C3-OOD"]["passed"]] == [2, 4]
-    assert [s for s, c in claims.items() if c["C3-OOD+"]["passed"]] == [4]
+    assert [s for s, c in claims.items() if c["C3-OOD+"]["passed"]] == [2, 4]
     assert not any(c["C3-OOD+"]["detail"].endswith(pr.claims.LATER) for c in claims.values())
     assert "-1.7 ± 0.6 points (-2.9 s.e." in claims[4]["C3-OOD+"]["detail"]
+    assert "-1.0 ± 0.6 points (-1.6 s.e." in claims[2]["C3-OOD+"]["detail"]
 
 
 def test_c2_margin_and_its_paired_error_from_the_stored_outputs(committed_runs):
-    """Seed 42's C2 passes by 0.3 points, within its paired error (0.3): a tie under "substantially smaller"."""
+    """Seed 42's C2 margin is 0.3 points, within its paired error (0.3): a tie, so C2 fails under the tie rule."""
     res = committed_runs[42]
     m = pr.c2_margin(res)
     assert (m["low"], m["high"]) == ("(2)1", "(2)3")
@@ -289,6 +293,8 @@ def test_c2_margin_and_its_paired_error_from_the_stored_outputs(committed_runs):
     d, se = pr.drop_with_error(c_low, c_high)  # acc(low pruned) - acc(high pruned) = drop(high) - drop(low)
     assert d == pytest.approx(m["margin"]) and se == pytest.approx(m["se"])
     assert f"{m['margin']:.1f} ± {m['se']:.1f}" == "0.3 ± 0.3"
+    c2 = {c["id"]: c for c in pr.claims_of(res)}["C2"]
+    assert not c2["passed"] and "+0.3 ± 0.3, tie" in c2["detail"]
 
 
 def test_heads_of_an_architecture_and_the_reference_combinations():
