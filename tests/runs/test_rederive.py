@@ -43,3 +43,25 @@ def test_a_change_outside_the_derived_fields_is_refused(tmp_path, monkeypatch):
     assert rd.rederive(folder, "omniglot-theory", "x", allow_dirty=True)["changed"] == ["claims"]  # recomputed
     with pytest.raises(ValueError, match="cannot re-derive 'hmc'"):
         rd.rederive(folder, "hmc", "x")
+
+
+@pytest.mark.parametrize(
+    "sub, experiment, index",
+    [("omniglot-theory/paper-sizes-paper-network", "omniglot-theory", 1), ("pruning/paper-network", "pruning", 2)],
+)
+def test_a_resealed_flipped_verdict_is_refused(tmp_path, sub, experiment, index):
+    """A stored claim whose verdict no longer follows from the run's numbers (flipped, then the digests rewritten)
+    is refused on reading, naming the claim (issue 52's first case, on the experiments whose claims are
+    recomputable from what they store)."""
+    from attention_paths.runs import experiments
+
+    folder = tmp_path / "run"
+    shutil.copytree(DATA / sub, folder)
+    summary = json.loads((folder / results.SUMMARY).read_text())
+    cid = summary["claims"][index]["id"]
+    summary["claims"][index]["passed"] = not summary["claims"][index]["passed"]
+    (folder / results.SUMMARY).write_text(json.dumps(summary, indent=2))
+    record = json.loads((folder / results.FILES).read_text())
+    results.write_files_record(folder, {k: v for k, v in record.items() if k not in ("format", "files_sha256")})
+    with pytest.raises(ValueError, match=rf"claims\[{cid}\]\.passed"):
+        experiments.load_run(folder, experiment)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-__all__ = ["claim", "check_table", "TIE_SE", "exceeds", "verdict"]
+__all__ = ["claim", "check_table", "TIE_SE", "exceeds", "verdict", "check_stored_claims"]
 
 # the book's tie: a difference within 1.5 standard errors is not a difference
 TIE_SE = 1.5
@@ -43,3 +43,25 @@ def check_table(table: Iterable[tuple[str, str, Callable]], *args) -> list[dict]
     """The records of a table of ``(id, statement, check)`` rows, in order; ``check(*args)`` returns
     ``(passed, detail)``."""
     return [claim(cid, text, *check(*args)) for cid, text, check in table]
+
+
+def check_stored_claims(stored, fresh: list[dict], folder=None) -> None:
+    """Refuse a run whose stored claims contradict its own numbers: ``stored`` (the run's recorded claims, or
+    ``None``) against ``fresh`` (the same claims recomputed from what the run stores).  A stored claim whose
+    verdict or numbers differ from the recomputation, or that the recomputation does not make, raises
+    ``ValueError`` naming ``folder``, the claim and both values (a run written under an earlier rule is
+    re-derived with ``attention_paths.runs.rederive``)."""
+    if stored is None:
+        return
+    now = {c["id"]: c for c in fresh}
+    where = f"{folder}: " if folder is not None else ""
+    for c in stored:
+        f = now.get(c["id"])
+        if f is None:
+            raise ValueError(f"{where}claims[{c['id']}] is stored but not made by this code from the run's numbers")
+        for key in ("passed", "detail"):
+            if c.get(key) != f[key]:
+                raise ValueError(
+                    f"{where}claims[{c['id']}].{key} = {c.get(key)!r} is not {f[key]!r}, what the run's own "
+                    "numbers give (re-derive the run if its rule changed: attention_paths.runs.rederive)"
+                )

@@ -11,6 +11,7 @@ import numpy as np
 
 from attention_paths.base.config import get_scale
 from attention_paths.base.serialise import read_checked, to_folder
+from attention_paths.tasks.claim import check_stored_claims
 from attention_paths.tasks.omniglot.training import load_network
 from attention_paths.tasks.oneshot.claims import oneshot_claims
 from attention_paths.tasks.oneshot.data import EVAL_SETS, OneShotData, _eval_stack, extract
@@ -293,5 +294,8 @@ def oneshot_summary(res: OneShotResult) -> tuple[dict, dict]:
 def read_oneshot_run(folder, summary: dict, arrays: dict) -> OneShotResult:
     """The :class:`OneShotResult` of a results folder written by :func:`oneshot_summary` (read by
     ``runs.experiments.load_run``; :func:`attention_paths.base.serialise.read_checked`), checked against the
-    type's invariants (:meth:`~.result.OneShotResult.check`)."""
-    return read_checked(OneShotResult, summary, arrays, folder)  # with the type's invariants (issue 37 §2)
+    type's invariants (:meth:`~.result.OneShotResult.check`) and its stored claims against those its numbers give
+    (:func:`~attention_paths.tasks.claim.check_stored_claims`)."""
+    res = read_checked(OneShotResult, summary, arrays, folder)  # with the type's invariants (issue 37 §2)
+    check_stored_claims(res.claims, oneshot_claims(res), folder)
+    return res

@@ -25,6 +25,7 @@ from attention_paths import sampling
 from attention_paths.base import invariants as inv
 from attention_paths.base.config import get_scale
 from attention_paths.base.serialise import Stored, read_checked, to_folder
+from attention_paths.tasks.claim import check_stored_claims
 from attention_paths.tasks.omniglot.training import load_network
 from attention_paths.tasks.oneshot.claims import sampling_claims
 from attention_paths.tasks.oneshot.data import EVAL_SETS, OneShotData, extract
@@ -241,5 +242,8 @@ def oneshot_sampling_summary(res: OneShotSamplingResult) -> tuple[dict, dict]:
 
 
 def read_oneshot_sampling_run(folder, summary: dict, arrays: dict) -> OneShotSamplingResult:
-    """The :class:`OneShotSamplingResult` of a results folder, checked against its invariants."""
-    return read_checked(OneShotSamplingResult, summary, arrays, folder)
+    """The :class:`OneShotSamplingResult` of a results folder, checked against its invariants, its stored claims
+    against those its numbers give (:func:`~attention_paths.tasks.claim.check_stored_claims`)."""
+    res = read_checked(OneShotSamplingResult, summary, arrays, folder)
+    check_stored_claims(res.claims, sampling_run_claims(res), folder)
+    return res

@@ -11,6 +11,7 @@ import numpy as np
 
 from attention_paths.base.config import get_scale
 from attention_paths.base.serialise import read_checked, to_folder
+from attention_paths.tasks.claim import check_stored_claims
 from attention_paths.tasks.omniglot.episodes import evaluation_sets
 from attention_paths.tasks.omniglot.recipe import config_for
 from attention_paths.tasks.omniglot.training import load_network
@@ -290,5 +291,8 @@ def pruning_summary(res: PruningResult) -> tuple[dict, dict]:
 def read_pruning_run(folder, summary: dict, arrays: dict) -> PruningResult:
     """The :class:`~.result.PruningResult` of a results folder written by :func:`pruning_summary` (read by
     ``runs.experiments.load_run``; :func:`attention_paths.base.serialise.read_checked`), checked against the
-    type's invariants (:meth:`~.result.PruningResult.check`)."""
-    return read_checked(PruningResult, summary, arrays, folder)  # with the type's invariants (issue 37 §2)
+    type's invariants (:meth:`~.result.PruningResult.check`) and its stored claims against those its numbers give
+    (:func:`~attention_paths.tasks.claim.check_stored_claims`)."""
+    res = read_checked(PruningResult, summary, arrays, folder)  # with the type's invariants (issue 37 §2)
+    check_stored_claims(res.claims, pruning_claims(res), folder)
+    return res
