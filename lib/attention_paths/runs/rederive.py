@@ -18,6 +18,7 @@ import numpy as np
 
 from attention_paths.base.provenance import committed_code_provenance
 from attention_paths.runs import experiments, results
+from attention_paths.tasks.pruning.cumulative import RANDOM_ORDERS, cumulative_pruning
 
 __all__ = ["rederive", "DERIVED"]
 
@@ -28,8 +29,6 @@ DERIVED = {"omniglot-theory": ("claims",), "omniglot-sampling": ("claims",), "pr
 def _derive(experiment: str, run):
     """The run with its derived fields recomputed (its summary function recomputes the claims)."""
     if experiment == "pruning":
-        from attention_paths.tasks.pruning.cumulative import RANDOM_ORDERS, cumulative_pruning
-
         return replace(
             run, cumulative=cumulative_pruning(replace(run, cumulative=None), RANDOM_ORDERS, run.config["seed"])
         )
