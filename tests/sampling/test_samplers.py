@@ -352,3 +352,26 @@ def test_the_v0_draw_is_the_exact_gaussian_conditional(N):
     assert np.abs(np.cov(Z.T) - cov).max() < 0.03 * np.abs(cov).max()
     # the data constrain V0: the conditional is far from the prior (test power)
     assert np.abs(mean).max() > 20 * se.max() and np.linalg.eigvalsh(cov).min() < 0.5
+
+
+def test_sample_u_in_batches_is_the_order_parameter_of_every_draw():
+    """sample_U maps the draws in batches (memory: issue 49, N = 500 ran out of it all at once); every batch size
+    gives each draw's U = W1 W1^T / N1, W1 the effective path weights of its readout and value matrices."""
+    import math
+
+    from attention_paths.sampling.nuts import effective_weights, sample_U
+    from attention_paths.theory.architecture import Architecture
+
+    arch = Architecture.uniform((2, 3), 5)
+    rng = np.random.default_rng(0)
+    C, D, N = 2, 7, 5
+    samples = {"a": rng.standard_normal((C, D, N)), "V1": rng.standard_normal((C, D, 2, N, N))}
+    samples["V2"] = rng.standard_normal((C, D, 3, N, N))
+    whole = sample_U(samples, arch)
+    assert whole.shape == (C, D, 6, 6)
+    for c, d in ((0, 0), (1, 6)):
+        W1 = np.asarray(effective_weights(samples["a"][c, d], [samples["V1"][c, d], samples["V2"][c, d]], [N] * 3))
+        np.testing.assert_allclose(whole[c, d], W1 @ W1.T / N, rtol=1e-13, atol=1e-15)
+        assert math.isclose(np.trace(whole[c, d]), (W1**2).sum() / N, rel_tol=1e-12)
+    one_at_a_time = sample_U(samples, arch, max_bytes=1.0)  # batches of one draw
+    np.testing.assert_allclose(one_at_a_time, whole, rtol=1e-13, atol=1e-15)

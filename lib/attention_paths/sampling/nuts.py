@@ -116,8 +116,10 @@ def run_nuts(model, config: SamplerConfig, progress: bool | None, gibbs=None, **
     return mcmc, wall, {name: fields_[key] for name, key in zip(_EXTRA, extra, strict=True)}
 
 
-def sample_U(samples, arch: Architecture) -> np.ndarray:
-    """``U(Theta_s)`` for every sample, [chains, draws, Pi, Pi]."""
+def sample_U(samples, arch: Architecture, max_bytes: float = 256 * 1024**2) -> np.ndarray:
+    """``U(Theta_s)`` for every sample, [chains, draws, Pi, Pi], in batches of draws whose intermediates (the
+    path products of the value matrices, about ``Pi * max(N)^2`` numbers a draw) take at most ``max_bytes``: at
+    ``N = 500`` all draws at once would need 32 MB a draw (20 GB for 640 draws)."""
     N = [int(n) for n in arch.widths]
     s2 = arch.sigma2
 
@@ -126,5 +128,10 @@ def sample_U(samples, arch: Architecture) -> np.ndarray:
         return W1 @ W1.T / N[0]
 
     names = [f"V{l + 1}" for l in range(arch.n_layers)]
-    f = jax.vmap(jax.vmap(one))
-    return np.asarray(f(samples["a"], *[samples[n] for n in names]))
+    a = samples["a"]
+    chains, draws = a.shape[:2]
+    batch = max(1, min(chains * draws, int(max_bytes // (8.0 * arch.n_paths * max(N) ** 2))))
+    flat = [jnp.reshape(x, (chains * draws, *x.shape[2:])) for x in (a, *[samples[n] for n in names])]
+    f = jax.jit(jax.vmap(one))
+    out = [np.asarray(f(*[x[i : i + batch] for x in flat])) for i in range(0, chains * draws, batch)]
+    return np.concatenate(out).reshape(chains, draws, arch.n_paths, arch.n_paths)
