@@ -29,9 +29,7 @@ DERIVED = {"omniglot-theory": ("claims",), "omniglot-sampling": ("claims",), "pr
 def _derive(experiment: str, run):
     """The run with its derived fields recomputed (its summary function recomputes the claims)."""
     if experiment == "pruning":
-        return replace(
-            run, cumulative=cumulative_pruning(replace(run, cumulative=None), RANDOM_ORDERS, run.config["seed"])
-        )
+        return replace(run, cumulative=cumulative_pruning(run, RANDOM_ORDERS, run.config["seed"]))
     return run
 
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from attention_paths.tasks.claim import claim
 from attention_paths.tasks.pruning.heads import REFERENCE_CUMULATIVE_ORDER, all_heads, keeps_every_layer
-from attention_paths.tasks.pruning.network import correct, drop_with_error, path_coefficients, pruned_outputs
+from attention_paths.tasks.pruning.network import correct, drop_with_error, path_coefficients, path_sum, pruned_outputs
 from attention_paths.tasks.pruning.result import (
     CumulativePruning,
     PruningCurve,
@@ -129,23 +129,12 @@ def pruning_curve(F: dict, y: dict, heads, order, full: dict | None = None, labe
     acc, drop, se = {}, {}, {}
     C = np.stack([path_coefficients(hs[:k], heads) for k in range(K + 1)], axis=1)  # [Pi, K + 1]
     for s in y:
-        out = _outputs(F[s], C, heads)  # the K + 1 pruned networks in one product
+        out = path_sum(F[s], C, heads)  # the K + 1 pruned networks in one product
         per = [correct(out[:, k], y[s]) for k in range(K + 1)]
         acc[s] = np.array([100.0 * float(c.mean()) for c in per])
         d = np.array([drop_with_error(full[s], c) for c in per])
         drop[s], se[s] = d[:, 0], d[:, 1]
     return PruningCurve(label=label, order=[head_name(h) for h in hs], accuracy=acc, drop=drop, drop_se=se)
-
-
-def _outputs(F, C, heads) -> np.ndarray:
-    """Outputs [n, m] of ``m`` pruned networks of path coefficients ``C`` [Pi, m] (:func:`~.network.pruned_outputs`
-    for each column), from the path outputs ``F`` [n, Pi]."""
-    F = np.asarray(F)
-    if F.ndim != 2 or F.shape[1] != C.shape[0]:
-        raise ValueError(
-            f"path outputs of shape {F.shape} do not fit heads per layer {tuple(heads)} ({C.shape[0]} paths)"
-        )
-    return F @ C
 
 
 def random_orders(heads, n: int, K: int, seed: int = 0) -> list[list[tuple[int, int]]]:

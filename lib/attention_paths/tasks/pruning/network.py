@@ -16,6 +16,7 @@ __all__ = [
     "path_outputs",
     "path_coefficients",
     "pruned_outputs",
+    "path_sum",
     "correct",
     "drop_with_error",
     "pruned_parameters",
@@ -65,14 +66,21 @@ def path_coefficients(pruned=(), heads=HEADS) -> np.ndarray:
 def pruned_outputs(F, pruned=(), heads=HEADS) -> np.ndarray:
     """Outputs [n] of the network with heads ``pruned`` removed, from its path outputs ``F`` [n, Pi] (a network
     with ``heads`` per layer: a pruning result's ``res.heads``)."""
-    c = path_coefficients(pruned, heads)
+    return path_sum(F, path_coefficients(pruned, heads), heads)
+
+
+def path_sum(F, coefficients, heads=HEADS) -> np.ndarray:
+    """``F @ coefficients``: the outputs of pruned networks from the path outputs ``F`` [n, Pi] and path
+    coefficients [Pi] (one network, :func:`path_coefficients`; outputs [n]) or [Pi, m] (``m`` networks; [n, m]),
+    checked against the network's ``heads``."""
     F = np.asarray(F)
-    if F.ndim != 2 or F.shape[1] != len(c):
+    n_paths = np.shape(coefficients)[0]
+    if F.ndim != 2 or F.shape[1] != n_paths:
         raise ValueError(
-            f"path outputs of shape {F.shape} do not fit heads per layer {tuple(heads)} ({len(c)} paths); "
+            f"path outputs of shape {F.shape} do not fit heads per layer {tuple(heads)} ({n_paths} paths); "
             "pass the network's heads"
         )
-    return F @ c
+    return F @ coefficients
 
 
 def correct(outputs, y) -> np.ndarray:
