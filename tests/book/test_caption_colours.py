@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from attention_paths import plotting
 from attention_paths.plotting import COLOR_NAMES, ROLES
@@ -33,10 +34,9 @@ def _figure_cells():
     cell = re.compile(r"```\{code-cell\} ipython3\n---\n(.*?)\n---\n(.*?)```", re.S)
     for md in sorted(BOOK.glob("*.md")):
         for head, code in cell.findall(md.read_text()):
-            name = re.search(r"name: (fig-[\w-]+)", head)
-            caption = re.search(r"caption: \|\n(.*)", head, re.S)
-            if name and caption:
-                yield md.name, name.group(1), " ".join(caption.group(1).split()), code
+            figure = (yaml.safe_load(head) or {}).get("mystnb", {}).get("figure", {})
+            if "name" in figure and "caption" in figure:
+                yield md.name, figure["name"], " ".join(figure["caption"].split()), code
 
 
 def _helpers_source(code: str) -> str:

@@ -1,9 +1,13 @@
 """The paper-to-book map names every numbered figure of the book (issue 26) by the paper's panel (issue 49)."""
 
+import importlib.util
 import re
 from pathlib import Path
 
 BOOK = Path(__file__).resolve().parents[2] / "book"
+_spec = importlib.util.spec_from_file_location("chapter_format", BOOK.parent / "_ext" / "chapter_format.py")
+chapter_format = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(chapter_format)
 
 
 def test_every_numbered_figure_is_in_the_map():
@@ -71,8 +75,7 @@ SPEC = BOOK.parents[1] / "shared" / "spec" / "experiments.md"
 def _captions() -> dict:
     out = {}
     for md in sorted(BOOK.glob("*.md")):
-        for m in re.finditer(r"name: (fig-[\w-]+)\n\s+caption: \|\n((?:\s{6}.*\n)+)", md.read_text()):
-            out[m.group(1)] = " ".join(line.strip() for line in m.group(2).splitlines())
+        out.update(chapter_format.figure_captions(md))
     return out
 
 

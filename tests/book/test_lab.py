@@ -8,6 +8,7 @@ jupytext's "Jupytext Notebook" the default viewer of .md files.  The browser tes
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -28,7 +29,7 @@ OVERRIDES = ROOT / ".binder" / "jupyter" / "labconfig" / "default_setting_overri
 DOCMANAGER = "@jupyterlab/docmanager-extension:plugin"
 CHAPTER = "theory"  # its first code cells import the package and print the scale: seconds after the kernel starts
 STAMP = ".venv/.installed"  # the Makefile's venv stamp: `make -o` keeps the test from reinstalling the venv
-KERNEL_START_S = 180  # the first kernel imports numpy, torch and the package
+CHAPTER_RUN_S = 600  # the kernel's start (numpy, torch, the package) and the whole chapter at quick: ~20 s quiet
 SERVER_START_S = 90
 
 
@@ -103,6 +104,7 @@ def lab_server(tmp_path):
         pytest.skip("no make on this machine")
     port, token = _free_port(), secrets.token_hex(16)
     args = f"--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port={port} --ServerApp.port_retries=0"
+    args += " --LabApp.expose_app_in_browser=True"  # window.jupyterapp: the test waits for jupytext's viewer
     if os.geteuid() == 0:
         args += " --allow-root"  # CI containers run as root
     env = {
@@ -112,12 +114,14 @@ def lab_server(tmp_path):
         "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
         "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "user-settings"),
     }
-    # the test's own user settings: no autosave (the run marks the chapter modified; it must stay as committed)
-    # and no question about Jupyter news over the notebook; the defaultViewers stay the project's
+    # the test's own user settings: no autosave (the test saves once, itself), no question about Jupyter news over
+    # the notebook, and every cell drawn (not only those in view), so the test reads all the rendered markdown;
+    # the defaultViewers stay the project's
     settings = tmp_path / "user-settings" / "@jupyterlab"
     for plugin, values in (
         ("docmanager-extension/plugin", {"autosave": False}),
         ("apputils-extension/notification", {"fetchNews": "false"}),
+        ("notebook-extension/tracker", {"windowingMode": "none"}),
     ):
         (settings / f"{plugin}.jupyterlab-settings").parent.mkdir(parents=True, exist_ok=True)
         (settings / f"{plugin}.jupyterlab-settings").write_text(json.dumps(values))
@@ -169,8 +173,52 @@ def _first_cell_printing_the_scale(chapter):
     raise AssertionError(f"book/{chapter}.md has no code cell printing REPRO_SCALE")
 
 
+def _git_clean(path):
+    """Whether ``path`` is as committed (None outside a git checkout)."""
+    if shutil.which("git") is None:
+        return None
+    out = subprocess.run(["git", "diff", "--quiet", "--", str(path)], cwd=ROOT, capture_output=True)
+    return {0: True, 1: False}.get(out.returncode)
+
+
+_IDLE = (
+    "() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator')]"
+    ".some(e => e.getAttribute('data-status') === 'idle')"
+)
+# every code cell's prompt shows an execution count: "[12]:" (not "[*]:" nor "[ ]:")
+_ALL_RAN = (
+    "() => { const p = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell "
+    ".jp-InputArea-prompt')]; return p.length > 0 && p.every(e => /\\[\\d+\\]/.test(e.textContent)); }"
+)
+
+
+def _open_from_the_file_browser(page, base, token, chapter):
+    """Open the chapter as a reader does, by double-clicking it in the file browser `make lab` starts in, once
+    jupytext's viewer is registered (the app is exposed for the test: --LabApp.expose_app_in_browser)."""
+    page.goto(f"{base}/lab/tree/book?token={token}")
+    item = page.locator(f".jp-DirListing-item[title^='Name: {chapter}.md']")
+    item.wait_for()
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.docRegistry.getWidgetFactory('Jupytext Notebook')"
+    )
+    item.dblclick()
+
+
+def _run_all_and_save(page, notebook):
+    """Run > Run All Cells from the menu, wait until every code cell ran and the kernel is idle, then Ctrl+S."""
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_text("Run All Cells", exact=True).click()
+    page.wait_for_function(_ALL_RAN, timeout=CHAPTER_RUN_S * 1000)
+    page.wait_for_function(_IDLE, timeout=CHAPTER_RUN_S * 1000)
+    notebook.locator(".jp-Cell").first.locator(".jp-InputPrompt").click()  # command mode on the first cell
+    page.keyboard.press("Control+s")
+    page.locator(".jp-mod-current.jp-mod-dirty").wait_for(state="detached")  # the tab's unsaved mark is gone
+
+
 @pytest.mark.slow
-def test_make_lab_opens_a_chapter_as_a_notebook_and_runs_its_first_cells(lab_server, tmp_path):
+def test_make_lab_renders_a_chapters_myst_runs_it_and_saving_it_changes_nothing(lab_server, tmp_path):
+    """Issue 53: open a chapter in `make lab`, read its MyST rendered (roles, cross-references, equations),
+    run all its cells with no error, save it, and find the .md byte for byte as committed."""
     chromium = _find_chromium()
     if chromium is None:
         pytest.skip("no Chromium on this machine (Debian: apt-get install chromium)")
@@ -179,7 +227,7 @@ def test_make_lab_opens_a_chapter_as_a_notebook_and_runs_its_first_cells(lab_ser
 
     base, token, log_path = lab_server
     source = ROOT / "book" / f"{CHAPTER}.md"
-    before = source.read_bytes()
+    before, clean_before, mtime_before = source.read_bytes(), _git_clean(source), source.stat().st_mtime_ns
     target = _first_cell_printing_the_scale(CHAPTER)
     # CI keeps it with the built pages' screenshots, in a subfolder: test_pages.py counts the .png files at the top
     shots = Path(os.environ.get("PAGECHECK_SCREENSHOTS") or tmp_path) / "lab"
@@ -189,15 +237,13 @@ def test_make_lab_opens_a_chapter_as_a_notebook_and_runs_its_first_cells(lab_ser
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.set_default_timeout(60_000)
-            page.goto(f"{base}/lab/tree/book/{CHAPTER}.md?token={token}")
+            _open_from_the_file_browser(page, base, token, CHAPTER)
             notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook")
             editor = page.locator(".jp-FileEditor")
             notebook.or_(editor).first.wait_for()
             assert editor.count() == 0, "the chapter opened in the text editor, not as a notebook (viewer setting?)"
             cells = notebook.locator(".jp-Cell")
             cells.nth(target).wait_for(state="attached")
-            assert notebook.locator(".jp-CodeCell").count() >= 2  # (cells far below are drawn when scrolled to)
-            assert editor.count() == 0  # nor also in the text editor
             # the chapter names the venv's python3 kernel; should JupyterLab still ask, take the kernel it offers
             dialog = page.locator(".jp-Dialog")
             try:
@@ -205,21 +251,24 @@ def test_make_lab_opens_a_chapter_as_a_notebook_and_runs_its_first_cells(lab_ser
                 dialog.locator(".jp-mod-accept").click()
             except PlaywrightTimeout:  # no dialog: the kernel was started without asking
                 pass
-            # run the cells from the top through the UI: select the first one, then Shift+Enter on each
-            cells.first.locator(".jp-InputPrompt").click()
-            for _ in range(target + 1):
-                page.keyboard.press("Shift+Enter")
+            page.screenshot(path=str(shots / f"{CHAPTER}.png"))  # the README's screenshot of a chapter in the lab
+            markdown = "\n".join(notebook.locator(".jp-MarkdownCell").all_inner_texts())
+            _run_all_and_save(page, notebook)
             output = cells.nth(target).locator(".jp-OutputArea-output")
-            output.filter(has_text="REPRO_SCALE=").first.wait_for(timeout=KERNEL_START_S * 1000)
             text = output.all_inner_texts()
-            page.wait_for_function(  # the kernel went idle: the notebook's toolbar indicator says so
-                "() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) "
-                ".jp-Notebook-ExecutionIndicator')].some(e => e.getAttribute('data-status') === 'idle')",
-                timeout=KERNEL_START_S * 1000,
-            )
-            page.screenshot(path=str(shots / f"{CHAPTER}.png"))
+            errors = notebook.locator("[data-mime-type='application/vnd.jupyter.error']").all_inner_texts()
+            page.screenshot(path=str(shots / f"{CHAPTER}-ran.png"))
         finally:
             browser.close()
+    # (b) MyST is rendered (jupyterlab-myst): no role's source is left, a cross-reference to a figure reads as
+    # its target's name, an equation reference as its number, a citation as its key
+    for role in ("{numref}`", "{eq}`", "{cite:t}`", "{cite:p}`", "```{math}", "(theory)="):
+        assert role not in markdown, f"{role!r} shown as source in the lab"
+    assert "fig-theory-gp-approach shows the deviation" in markdown
+    assert re.search(r"one head per layer \(\(\d+\)\)", markdown), "an equation reference is not a number"
+    assert "tiberi2024" in markdown
+    # (a) every cell ran, none with an error, at the scale the lab was started with
+    assert not errors, errors
     printed = "\n".join(text)
     scale = os.environ.get("REPRO_SCALE", "quick")
     assert f"REPRO_SCALE={scale}" in printed and f"attention_paths {ap.__version__}" in printed, printed
@@ -227,4 +276,9 @@ def test_make_lab_opens_a_chapter_as_a_notebook_and_runs_its_first_cells(lab_ser
     assert [s["kernel"]["name"] for s in sessions] == ["python3"]
     assert all(s["kernel"]["execution_state"] == "idle" for s in sessions)
     assert "Traceback" not in log_path.read_text()
-    assert source.read_bytes() == before  # running the chapter in the lab did not write it
+    # (c) the save happened and wrote the chapter byte for byte as it was
+    assert source.stat().st_mtime_ns > mtime_before, "the chapter was not saved"
+    assert source.read_bytes() == before, "saving the chapter in the lab rewrote it (_ext/chapter_format.py)"
+    if clean_before:
+        diff = subprocess.run(["git", "diff", "--exit-code", "--", str(source)], cwd=ROOT, capture_output=True)
+        assert diff.returncode == 0, diff.stdout.decode()[-2000:]
