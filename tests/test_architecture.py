@@ -24,24 +24,49 @@ def _modules():
         yield ".".join(["attention_paths", *parts]), f
 
 
+def _dynamic_import(node) -> str | None:
+    """The package module an ``importlib.import_module(...)`` call loads, where it can be read from the code: a
+    literal ``"attention_paths.x.y"``, or the constant head of an f-string (``f"attention_paths.theory.{n}"``
+    loads a module of ``attention_paths.theory``); None for any other call."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if name != "import_module":
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        arg = ast.Constant(str(arg.values[0].value).rstrip("."))
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("attention_paths"):
+        return arg.value
+    return None
+
+
 def _imports(tree):
-    """(module-level imports, function-level imports) of a module, as (target, line)."""
-    top, inner = [], []
+    """(module-level imports, function-level imports, dynamic imports) of a module, as (target, line).
+
+    A dynamic import (``importlib.import_module`` of a package module, a lazy loader's) is an import like any
+    other for the layers and the cycle check; it is not a function-level import (loading lazily is its point)."""
+    top, inner, dynamic = [], [], []
 
     def visit(node, nested):
         for child in ast.iter_child_nodes(node):
+            target = _dynamic_import(child)
+            if target:
+                dynamic.append((target, child.lineno))
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 if isinstance(child, ast.ImportFrom):
                     assert child.level == 0, f"relative import at line {child.lineno}"
                     base = child.module
-                    names = [f"{base}.{a.name}" for a in child.names] if base == "attention_paths" else [base]
+                    # `from attention_paths.base import citation` imports the module citation (resolved later)
+                    names = [f"{base}.{a.name}" for a in child.names] if base.startswith("attention_paths") else [base]
                 else:
                     names = [a.name for a in child.names]
                 (inner if nested else top).extend((n, child.lineno) for n in names)
             visit(child, nested or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
 
     visit(tree, False)
-    return top, inner
+    return top, inner, dynamic
 
 
 def _layer(module: str) -> str:
@@ -53,8 +78,8 @@ def _graph():
     modules = dict(_modules())
     graph, inner = {}, {}
     for name, path in modules.items():
-        top, fn = _imports(ast.parse(path.read_text()))
-        graph[name] = {t for t, _ in top if t.startswith("attention_paths")}
+        top, fn, dynamic = _imports(ast.parse(path.read_text()))
+        graph[name] = {t for t, _ in top + dynamic if t.startswith("attention_paths")}
         inner[name] = fn
     return modules, graph, inner
 
@@ -67,6 +92,22 @@ def _resolve(target: str) -> str:
     while target not in MODULES and "." in target:
         target = target.rsplit(".", 1)[0]
     return target
+
+
+def test_a_dynamic_import_of_a_package_module_is_an_import():
+    """Issue 50: ``importlib.import_module("attention_paths...")`` cannot hide an edge from the checks."""
+    code = (
+        "import importlib\n"
+        "def f():\n    return importlib.import_module('attention_paths.base.provenance')\n"
+        "def g(n):\n    return importlib.import_module(f'attention_paths.theory.{n}')\n"
+        "def h(m):\n    return importlib.import_module(m)\n"
+    )
+    top, inner, dynamic = _imports(ast.parse(code))
+    assert [t for t, _ in dynamic] == ["attention_paths.base.provenance", "attention_paths.theory"]
+    assert [t for t, _ in top] == ["importlib"] and not inner
+    # the lazy loaders of the package are seen: its top level loads the theory's modules
+    assert "attention_paths.theory" in GRAPH["attention_paths"]
+    assert "attention_paths.base.provenance" not in GRAPH["attention_paths.base.citation"]
 
 
 def test_the_layout_has_the_layers():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from attention_paths.base import citation, provenance
+from attention_paths.base import citation, git, provenance
 from attention_paths.base.version import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,13 +136,20 @@ def test_the_paper_entry_is_the_books():
     assert " ".join(citation.PAPER_BIBTEX.split()) == " ".join(entry.split())
 
 
-def test_without_a_commit_the_citation_reads_the_provenance_record(monkeypatch):
-    monkeypatch.setattr(provenance, "provenance", lambda: {"git_commit": "fedcba9876543210", "git_dirty": True})
+def test_without_a_commit_the_citation_reads_the_git_state(monkeypatch):
+    monkeypatch.setattr(git, "state", lambda cwd=None: ("fedcba9876543210", True))
     assert citation.version_label() == f"attention-paths {__version__} (commit fedcba9876, with uncommitted changes)"
     assert "note         = {commit fedcba9876543210, with uncommitted changes}" in citation.bibtex()
-    monkeypatch.setattr(provenance, "provenance", lambda: {"git_commit": None, "git_dirty": None})
+    monkeypatch.setattr(git, "state", lambda cwd=None: (None, None))
     assert citation.version_label() == f"attention-paths {__version__} (commit unknown)"
     assert "note" not in citation.bibtex(paper=False) and _balanced(citation.bibtex())
+
+
+def test_the_citation_and_the_provenance_record_read_the_same_git_state():
+    record = provenance.provenance()
+    assert git.state() == (record["git_commit"], record["git_dirty"])
+    if record["git_commit"]:
+        assert record["git_commit"][:10] in citation.version_label()
 
 
 def test_version_label_formats_a_given_commit():

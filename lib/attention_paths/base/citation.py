@@ -3,15 +3,14 @@
 The paper is the preferred citation; the software entry names the version (and, when known, the commit) a
 reader's numbers came from.  The same facts as ``CITATION.cff`` and ``.zenodo.json`` at the repository's root
 (``tests/base/test_release.py`` keeps the versions equal).  Standard library only: the git commit comes from
-:func:`attention_paths.base.provenance.provenance`, loaded on first use (it loads numpy and torch, and it
-imports this module for the chapters' closing report).
+:func:`attention_paths.base.git.state`, as the provenance record's does.
 """
 
 from __future__ import annotations
 
-import importlib
 import textwrap
 
+from attention_paths.base import git
 from attention_paths.base.version import __version__
 
 __all__ = ["version_label", "bibtex"]
@@ -39,8 +38,7 @@ PAPER_BIBTEX = """@inproceedings{tiberi2024,
 
 def _git_state() -> tuple[str | None, bool | None]:
     """(commit, dirty) of the checkout the package runs from, as the provenance record has them."""
-    record = importlib.import_module("attention_paths.base.provenance").provenance()
-    return record.get("git_commit"), record.get("git_dirty")
+    return git.state()
 
 
 def version_label(commit: str | None = None, dirty: bool | None = None) -> str:

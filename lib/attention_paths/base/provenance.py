@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attention_paths.base import citation, config
+from attention_paths.base import citation, config, git
 from attention_paths.base.version import __version__
 
 __all__ = [
@@ -39,29 +39,7 @@ CODE_PATHS = ("lib", "pyproject.toml")
 
 def provenance() -> dict:
     """Code version, platform and time, recorded next to every result."""
-    try:
-        here = Path(__file__).parent
-        commit = (
-            subprocess.run(
-                ["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=here, timeout=10
-            ).stdout.strip()
-            or None
-        )
-        dirty = (
-            bool(
-                subprocess.run(
-                    ["git", "status", "--porcelain", "--untracked-files=no"],
-                    capture_output=True,
-                    text=True,
-                    cwd=here,
-                    timeout=10,
-                ).stdout.strip()
-            )
-            if commit
-            else None
-        )
-    except (OSError, subprocess.SubprocessError):
-        commit, dirty = None, None
+    commit, dirty = git.state()
     return {
         "package_version": __version__,
         "git_commit": commit,
@@ -79,7 +57,7 @@ class DirtyTreeError(RuntimeError):
 
 
 def _git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", *args], capture_output=True, text=True, cwd=cwd, timeout=60, check=True).stdout
+    return git.run(*args, cwd=cwd)
 
 
 def code_changes(paths=CODE_PATHS, *, checkout=None) -> list[str] | None:
