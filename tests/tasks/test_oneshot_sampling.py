@@ -88,9 +88,9 @@ def test_bad_settings_are_refused_by_name():
     cfg = osh.posterior.sampler_config("full", {"num_chains": 1, "v0_update": "collapsed"})
     assert type(cfg).__name__ == "FullConfig" and cfg.v0_update == "collapsed"
     assert type(osh.posterior.sampler_config("full", {"num_chains": 1})) is sampling.SamplerConfig
-    with pytest.raises(ValueError, match="temperature > 0"):
+    with pytest.raises(ValueError, match=r"OneShotSamplingConfig\.tau must be > 0, got 0\.0"):
         osr.run_oneshot_sampling("quick", tau=0.0)
-    with pytest.raises(ValueError, match="widths >= 1"):
+    with pytest.raises(ValueError, match=r"OneShotSamplingConfig\.widths must be >= 1, got 0"):
         osr.run_oneshot_sampling("quick", widths=(0,))
 
 

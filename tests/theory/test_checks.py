@@ -171,6 +171,6 @@ def test_features_that_overflow_the_kernels_are_named_as_the_cause():
 def test_a_sampler_needs_two_draws_per_chain():
     from attention_paths import sampling
 
-    with pytest.raises(ValueError, match="num_samples >= 2"):
+    with pytest.raises(ValueError, match=r"SamplerConfig\.num_samples must be >= 2, got 1"):
         sampling.SamplerConfig(num_chains=1, num_samples=1)
     sampling.SamplerConfig(num_chains=1, num_samples=2)

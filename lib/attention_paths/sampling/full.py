@@ -73,15 +73,15 @@ class FullConfig(SamplerConfig):
     transition of the others (see the module's docstring)."""
 
     def __post_init__(self):
-        super().__post_init__()
-        if self.v0_update not in V0_UPDATES:
-            raise ValueError(f"FullConfig.v0_update must be one of {V0_UPDATES}, got {self.v0_update!r}")
-        xi = self.path_inputs
+        xi = self.path_inputs  # checked before the generic field checks, whose message would be less precise
         if xi is not None and (not isinstance(xi, (tuple, list)) or len(xi) != 2):
             raise ValueError(
                 "FullConfig.path_inputs must be the pair (xi_train, xi_test) of path inputs, got "
                 f"{type(self.path_inputs).__name__}"
             )
+        super().__post_init__()
+        if self.v0_update not in V0_UPDATES:
+            raise ValueError(f"FullConfig.v0_update must be one of {V0_UPDATES}, got {self.v0_update!r}")
 
 
 def full_model(xi, y, arch: Architecture, sigma0_2: float, tau: float):

@@ -48,6 +48,8 @@ class RaoBlackwellConfig(SamplerConfig):
     """:class:`SamplerConfig` plus the Rao-Blackwellised sampler's own setting: ``max_gram_bytes``, the size
     up to which the precomputed (packed) path-Gram tensor is used, else the low-rank kernel form."""
 
+    RANGES = SamplerConfig.RANGES | {"max_gram_bytes": "> 0"}
+
     max_gram_bytes: float = 2 * 1024**3
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from attention_paths.base.fields import check_fields
 from attention_paths.base.io import atomic_write
 from attention_paths.sampling.diagnostics import ess_bulk
 from attention_paths.sampling.names import SAMPLER_NAMES
@@ -68,18 +69,21 @@ class SamplerConfig:
     target_accept: float = 0.8
     max_tree_depth: int | None = None
 
+    # each field's range, checked at construction with its type (base.fields.check_fields); num_samples >= 2:
+    # variances and Monte Carlo errors need two draws per chain
+    RANGES = {
+        "num_warmup": ">= 0",
+        "num_samples": ">= 2",
+        "num_chains": ">= 1",
+        "seed": ">= 0",
+        "target_accept": "(0, 1)",
+        "max_tree_depth": ">= 1",
+    }
+
     def __post_init__(self):
-        if self.num_samples < 2 or self.num_chains < 1 or self.num_warmup < 0:
-            raise ValueError(
-                f"need num_samples >= 2 (variances and Monte Carlo errors need two draws per chain), num_chains >= 1 "
-                f"and num_warmup >= 0; got {self}"
-            )
+        check_fields(self)
         if self.chain_method not in ("sequential", "vectorized", "parallel"):
             raise ValueError(f"chain_method must be sequential, vectorized or parallel, got {self.chain_method!r}")
-        if self.max_tree_depth is not None and self.max_tree_depth < 1:
-            raise ValueError(f"max_tree_depth must be a positive integer or None, got {self.max_tree_depth}")
-        if not 0 < self.target_accept < 1:
-            raise ValueError(f"target_accept must be in (0, 1), got {self.target_accept}")
 
 
 @dataclass

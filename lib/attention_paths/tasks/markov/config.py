@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from attention_paths.base.fields import check_fields
+
 __all__ = ["MarkovExperimentConfig", "MARKOV_EXPERIMENT", "config_from_record"]
 
 
@@ -16,6 +18,18 @@ class MarkovExperimentConfig:
     training and test set sizes, the number of numpy seed sets beside the reference's, the widths of the heat
     maps, the kernel rows shown (two class blocks), the alignment's ``k``, the sampling plan (per network, the
     widths of each sampler of ``sampling.SAMPLER_KINDS``) and the NUTS settings."""
+
+    # each field's range, checked at construction with its type (base.fields.check_fields)
+    RANGES = {
+        "widths": ">= 1",
+        "tau": "> 0",
+        "P": ">= 1",
+        "P_test": ">= 1",
+        "seed_sets": ">= 1",
+        "heat_widths": ">= 1",
+        "kernel_subset": ">= 0",
+        "n_align": ">= 1",
+    }
 
     widths: tuple = (10, 30, 50, 100, 300, 500, 1000)
     tau: float = 0.01
@@ -35,6 +49,9 @@ class MarkovExperimentConfig:
     sampler: dict = field(
         default_factory=lambda: dict(num_chains=2, num_warmup=300, num_samples=300, seed=1, chain_method="parallel")
     )
+
+    def __post_init__(self):
+        check_fields(self)
 
 
 MARKOV_EXPERIMENT = {

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from attention_paths.base import config
+from attention_paths.base.fields import check_fields
 
 __all__ = [
     "EPISODES_PER_EPOCH",
@@ -39,6 +40,16 @@ EPISODES_PER_EPOCH = 527_878  # binom(1028, 2)
 class TrainConfig:
     """Training settings (defaults: the paper's recipe, spec §B.6)."""
 
+    # each field's range, checked at construction with its type (base.fields.check_fields)
+    RANGES = {
+        **dict.fromkeys(("d_model", "n_layers", "n_heads", "d_qk", "batch", "steps", "eval_every"), ">= 1"),
+        **dict.fromkeys(("val_episodes", "test_episodes", "ood_episodes"), ">= 1"),
+        "lr": "> 0",
+        "weight_decay": ">= 0",
+        "seed": ">= 0",
+        "drawing_seed": ">= 0",
+    }
+
     d_model: int = 512
     n_layers: int = 2
     n_heads: int = 4
@@ -60,10 +71,7 @@ class TrainConfig:
         return self.n_heads**self.n_layers
 
     def __post_init__(self):
-        if min(self.d_model, self.n_layers, self.n_heads, self.d_qk, self.batch, self.steps, self.eval_every) < 1:
-            raise ValueError(f"all sizes must be positive: {self}")
-        if self.lr <= 0 or self.weight_decay < 0:
-            raise ValueError(f"need lr > 0 and weight_decay >= 0: {self}")
+        check_fields(self)
 
 
 TRAIN_CONFIGS = {

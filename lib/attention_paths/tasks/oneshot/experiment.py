@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from attention_paths.base.config import get_scale
+from attention_paths.base.fields import check_fields
 from attention_paths.base.serialise import read_checked, to_folder
 from attention_paths.tasks.claim import check_stored_claims
 from attention_paths.tasks.omniglot.training import load_network
@@ -49,6 +50,21 @@ class OneShotExperimentConfig:
 
     A run records it as a dict (``res.config``, ``summary["config"]``: ``dataclasses.asdict``)."""
 
+    # each field's range, checked at construction with its type (base.fields.check_fields)
+    RANGES = {
+        "P": ">= 1",
+        "panel_N": ">= 1",
+        "n_eval": ">= 1",
+        "train_batches": ">= 1",
+        "eval_pool": ">= 1",
+        "widths": ">= 1",
+        "taus": "> 0",
+        "gp_taus": "> 0",
+        "panel_tau": "> 0",
+        "n_align": ">= 1",
+        "edge_taus": "> 0",
+    }
+
     network: str
     P: int
     n_eval: int
@@ -62,6 +78,9 @@ class OneShotExperimentConfig:
     n_align: int = 50
     edge_taus: tuple = ()
     sampling: dict
+
+    def __post_init__(self):
+        check_fields(self)
 
 
 ONESHOT_EXPERIMENT = {

@@ -24,6 +24,7 @@ import numpy as np
 from attention_paths import sampling
 from attention_paths.base import invariants as inv
 from attention_paths.base.config import get_scale
+from attention_paths.base.fields import check_fields
 from attention_paths.base.serialise import Stored, read_checked, to_folder
 from attention_paths.tasks.claim import check_stored_claims
 from attention_paths.tasks.omniglot.training import load_network
@@ -54,11 +55,17 @@ class OneShotSamplingConfig:
     own config, e.g. ``v0_update`` of :class:`attention_paths.sampling.full.FullConfig`).  The path features
     are those of the scale's theory run (:data:`~.experiment.ONESHOT_EXPERIMENT`: ``P``, episodes, seeds)."""
 
+    # each field's range, checked at construction with its type (base.fields.check_fields)
+    RANGES = {"widths": ">= 1", "tau": "> 0"}
+
     network: str
     widths: tuple
     tau: float
     kind: str
     sampler: dict
+
+    def __post_init__(self):
+        check_fields(self)
 
 
 ONESHOT_SAMPLING = {
@@ -164,8 +171,8 @@ def _config(scale: str, network, widths, tau, budget) -> dict:
     if budget:
         s = with_budget({"kind": out["kind"], "sampler": out["sampler"]}, budget)
         out["kind"], out["sampler"] = s["kind"], s["sampler"]
-    if not out["widths"] or any(n < 1 for n in out["widths"]) or not out["tau"] > 0:
-        raise ValueError(f"sample at widths >= 1 and a temperature > 0, got widths {out['widths']}, tau {out['tau']}")
+    if not out["widths"]:  # each width >= 1 and tau > 0: checked by OneShotSamplingConfig itself
+        raise ValueError("OneShotSamplingConfig.widths is empty: sample at one width or more")
     theory = asdict(replace(ONESHOT_EXPERIMENT[scale], network=out["network"]))
     out.update({k: theory[k] for k in ("P", "n_eval", "train_batches")})
     return out

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from attention_paths.base.config import get_scale
+from attention_paths.base.fields import check_fields
 from attention_paths.base.serialise import read_checked, to_folder
 from attention_paths.tasks.claim import check_stored_claims
 from attention_paths.tasks.omniglot.episodes import evaluation_sets
@@ -56,12 +57,23 @@ class PruningExperimentConfig:
 
     A run records it as a dict (``res.config``: ``dataclasses.asdict``)."""
 
+    # each field's range, checked at construction with its type (base.fields.check_fields)
+    RANGES = {
+        "test_episodes": ">= 1",
+        "n_bootstrap": ">= 0",
+        "seed": ">= 0",
+        "random_orders": ">= 0",
+    }
+
     network: str
     test_episodes: int
     n_bootstrap: int
     random_pairs: bool = True
     seed: int = 0
     random_orders: int = RANDOM_ORDERS
+
+    def __post_init__(self):
+        check_fields(self)
 
 
 PRUNING_EXPERIMENT = {

@@ -12,6 +12,7 @@ import numpy as np
 from attention_paths import sampling
 from attention_paths.base import validate
 from attention_paths.base.config import get_scale
+from attention_paths.base.fields import check_fields
 from attention_paths.base.serialise import Stored, read_checked, to_folder
 from attention_paths.sampling.names import parse_sampler_names
 from attention_paths.tasks.toy.problem import ToyProblem, make_toy_problem
@@ -38,6 +39,23 @@ class PosteriorCheckConfig:
     """Sizes of the sampling chapter's comparison (:func:`posterior_check`): the toy problem, the load
     ``alpha = P/N``, ``tau``, the widths, those where the full-weight sampler also runs, and the NUTS budget."""
 
+    # each field's range, checked at construction with its type (base.fields.check_fields)
+    RANGES = {
+        "T": ">= 1",
+        "M": ">= 1",
+        "n0": ">= 1",
+        "heads": ">= 1",
+        "beta": "> 0",
+        "alpha": ">= 1",
+        "tau": "> 0",
+        "seed": ">= 0",
+        "widths": ">= 1",
+        "full_widths": ">= 1",
+        "num_chains": ">= 1",
+        "num_warmup": ">= 0",
+        "num_samples": ">= 2",
+    }
+
     n0: int = 16
     T: int = 6
     heads: tuple = (2, 2)
@@ -51,6 +69,9 @@ class PosteriorCheckConfig:
     num_chains: int = 2
     num_warmup: int = 300
     num_samples: int = 300
+
+    def __post_init__(self):
+        check_fields(self)
 
 
 POSTERIOR_CHECK = {

@@ -11,6 +11,7 @@ import numpy as np
 
 from attention_paths.base import validate
 from attention_paths.base.config import get_scale
+from attention_paths.base.fields import check_fields
 from attention_paths.base.serialise import Stored, read_checked, to_folder
 from attention_paths.tasks.toy.problem import ToyProblem, make_toy_problem
 from attention_paths.theory.action import Action
@@ -28,6 +29,21 @@ class TheoryDemoConfig:
     """Sizes of the Theory chapter's width sweep (:func:`theory_demo`): the toy problem, ``tau``, the widths
     (largest first: the continuation order) and the solver's restarts per width."""
 
+    # each field's range, checked at construction with its type (base.fields.check_fields)
+    RANGES = {
+        "P": ">= 1",
+        "M": ">= 1",
+        "T": ">= 1",
+        "n0": ">= 1",
+        "heads": ">= 1",
+        "beta": "> 0",
+        "teacher_path": ">= 0",
+        "tau": "> 0",
+        "seed": ">= 0",
+        "widths": ">= 1",
+        "n_restarts": ">= 0",
+    }
+
     P: int = 150
     M: int = 2000
     n0: int = 24
@@ -39,6 +55,9 @@ class TheoryDemoConfig:
     seed: int = 1
     widths: tuple = (10000, 3000, 1000, 300, 100, 30, 10, 3)
     n_restarts: int = 1
+
+    def __post_init__(self):
+        check_fields(self)
 
 
 THEORY_DEMO = {
