@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from attention_paths import sampling
-from attention_paths.tasks.claim import check_table, claim
+from attention_paths.tasks.claim import TIE_SE, check_table, claim, exceeds
 from attention_paths.tasks.markov.result import MarkovResult, SeedSet
 
-__all__ = ["markov_claims"]
+__all__ = ["markov_claims", "stored_claims", "measured_claims"]
 
 
 def _monotone_decreasing(a, slack: float) -> bool:
@@ -105,12 +105,13 @@ def _h4b(res: MarkovResult) -> tuple[bool, str]:
     if any(p is None for p in pairs):
         return False, "no paired differences recorded (a run written before them: markov.with_gp_gd_minus_g)"
     d, se = np.array(pairs, dtype=np.float64).T
-    n, beyond, above = len(d), int(np.sum(d > 2 * se)), int(np.sum(d > 0))
+    n, above = len(d), int(np.sum(d > 0))
+    beyond = sum(exceeds(a, 0.0, e) for a, e in zip(d, se))
     mean, mean_se = float(d.mean()), float(np.sqrt(np.sum(se**2)) / n)
     per_set = ", ".join(f"{s.label} {a:+.1f} ± {e:.2f}" for s, a, e in zip(res.sets, d, se))
-    return above == n and mean > 2 * mean_se, (
-        f"holds on {above} of {n} seed sets (g+d minus g above 0), beyond 2 paired s.e. on {beyond} of {n}; "
-        f"mean {mean:+.2f} ± {mean_se:.2f} points; per set (points ± paired s.e.): {per_set}"
+    return above == n and exceeds(mean, 0.0, mean_se), (
+        f"holds on {above} of {n} seed sets (g+d minus g above 0), beyond {TIE_SE:g} paired s.e. on {beyond} of "
+        f"{n}; mean {mean:+.2f} ± {mean_se:.2f} points; per set (points ± paired s.e.): {per_set}"
     )
 
 
@@ -143,8 +144,8 @@ RESULT_CLAIMS = (
     ("H4", "at N=10 the theory reaches (or exceeds) the paths-g+d GP line", _h4),
     (
         "H4b",
-        "the paths-g+d GP line is above the path-g one on each of the {n_sets} seed sets, and beyond twice the "
-        "paired standard error over the seed sets together",
+        "the paths-g+d GP line is above the path-g one on each of the {n_sets} seed sets, and beyond a tie (1.5 "
+        "paired standard errors) over the seed sets together",
         _h4b,
     ),
     ("H7", "the renormalised kernel aligns better with the labels (top-5 eigenvector overlap)", _h7),
@@ -167,16 +168,29 @@ def markov_claims(res: MarkovResult) -> list[dict]:
     H4b (the paper's ablation: combining g and d helps in the GP limit; not in spec §A.7, whose H4 calls
     the order of the two lines seed-dependent) compares the two GP predictors on the same test sequences:
     per seed set the difference of accuracies with its paired standard error (about 0.85 points on 1000
-    sequences), "beyond the error" = more than 2 standard errors (a 95% two-sided normal interval excludes
-    zero).  One seed set's difference (about 1.5 points) is within that on most sets, so the claim asks
-    that the difference be positive on every seed set and that its mean over the seed sets, which are
-    independent (their own data, test sequences and random heads), exceed twice its standard error
-    ``sqrt(sum se_k^2) / n``; the detail counts the sets on which it is beyond 2 s.e. alone ("k of n").
+    sequences), "beyond the error" = the book's tie rule, more than :data:`~attention_paths.tasks.claim.TIE_SE`
+    = 1.5 standard errors.  One seed set's difference (about 1.5 points) is within a tie or close to it, so the
+    claim asks that the difference be positive on every seed set and that its mean over the seed sets, which
+    are independent (their own data, test sequences and random heads), exceed a tie of its standard error
+    ``sqrt(sum se_k^2) / n``; the detail counts the sets on which it is beyond a tie alone ("k of n").
+    The other claims (H1-H3, H5, H7, H7b, H8-H10) keep the thresholds above: they compare shapes and margins
+    of 5 points or more, not differences near their error.
     """
+    return stored_claims(res) + _sampling_claims(res)
 
+
+def measured_claims(res: MarkovResult) -> tuple[str, ...]:
+    """The ids of the claims a reloaded run cannot recompute: H6 and H6b need the per-sequence theory
+    predictions, which are not stored, and H7b the kernels' block contrast where the run did not record it."""
+    return ("H6", "H6b") + (("H7b",) if res.block_contrast is None else ())
+
+
+def stored_claims(res: MarkovResult) -> list[dict]:
+    """The claims a run's stored numbers give (all but :func:`measured_claims`): what the reader recomputes
+    and compares with the stored verdicts."""
     claims = check_table(SEED_SET_CLAIMS, res.headline)
-    claims += [claim(cid, text.format(n_sets=len(res.sets)), *check(res)) for cid, text, check in RESULT_CLAIMS]
-    return claims + _sampling_claims(res)
+    rows = [r for r in RESULT_CLAIMS if r[0] not in measured_claims(res)]
+    return claims + [claim(cid, text.format(n_sets=len(res.sets)), *check(res)) for cid, text, check in rows]
 
 
 def _sampling_claims(res: MarkovResult) -> list[dict]:

@@ -13,7 +13,8 @@ import numpy as np
 from attention_paths import sampling
 from attention_paths.base.config import get_scale
 from attention_paths.base.serialise import from_folder, to_folder
-from attention_paths.tasks.markov.claims import markov_claims
+from attention_paths.tasks.claim import check_stored_claims
+from attention_paths.tasks.markov.claims import markov_claims, measured_claims, stored_claims
 from attention_paths.tasks.markov.config import MARKOV_EXPERIMENT, MarkovExperimentConfig
 from attention_paths.tasks.markov.layout1 import is_layout1, read_layout1
 from attention_paths.tasks.markov.result import MarkovResult, MarkovSampledRun, SeedSet, WidthSweep
@@ -261,8 +262,13 @@ def _sampled_run(net: str, N: int, smp, y_test) -> MarkovSampledRun:
 def markov_summary(res: MarkovResult) -> tuple[dict, dict]:
     """``(summary, arrays)`` of an :class:`~.result.MarkovResult`, by the serialiser
     (:func:`attention_paths.base.serialise.to_folder` of the fields as the type declares them: layout 2).  The
-    claims are checked here on a live result; a reloaded one keeps those it was written with."""
-    return to_folder(replace(res, claims=markov_claims(res) if res.live else res.claims))
+    claims are checked here on a live result; a reloaded one has those its stored numbers give recomputed
+    (:func:`~.claims.stored_claims`) and keeps the others (:func:`~.claims.measured_claims`) as it was written with."""
+    if res.live:
+        return to_folder(replace(res, claims=markov_claims(res)))
+    fresh = {c["id"]: c for c in stored_claims(res)}
+    claims = None if res.claims is None else [fresh.get(c["id"], c) for c in res.claims]
+    return to_folder(replace(res, claims=claims))
 
 
 def read_markov_run(folder, summary: dict, arrays: dict) -> MarkovResult:
@@ -275,4 +281,6 @@ def read_markov_run(folder, summary: dict, arrays: dict) -> MarkovResult:
     else:
         res = from_folder(MarkovResult, summary, arrays, folder)
     res.check(folder)  # the type's invariants (issue 37 §2)
+    # the stored verdicts agree with what the stored numbers give (issue 52), but for those needing predictions
+    check_stored_claims(res.claims, stored_claims(res), folder, measured=measured_claims(res))
     return res
