@@ -129,9 +129,10 @@ def test_every_damaged_byte_of_the_stored_content_is_refused(tmp_path):
         assert "corrupted" in str(err.value) or "digest" in str(err.value), str(err.value)
 
 
-def test_a_format_1_file_still_loads_with_a_note(tmp_path):
-    """The format written before issue 37 (``format: 1``, no digest; no such file is committed under data/)
-    loads, with its content checked, and a note that damage cannot be detected."""
+def test_a_format_1_file_is_refused_unless_asked_for_and_then_loads_with_a_note(tmp_path):
+    """The format written before issue 37 (``format: 1``, no digest; no such file is committed under data/) is
+    refused by default (issue 52); with ``legacy=True`` it loads, with its content checked, and a note that
+    damage cannot be detected."""
     smp = _samples("full")
     meta = {"kind": "full", "settings": smp.settings, "diagnostics": smp.diagnostics, "wall_seconds": 2.0, "format": 1}
     path = tmp_path / "old.npz"
@@ -142,14 +143,30 @@ def test_a_format_1_file_still_loads_with_a_note(tmp_path):
         var_samples=smp.var_samples,
         meta_json=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
     )
+    with pytest.raises(sp.SamplesFileError, match=r"old.npz is in the old format 1.*load_samples\(path, legacy=True\)"):
+        sp.load_samples(path)
     with pytest.warns(sp.LegacySamplesWarning, match=r"old.npz is in the old format 1, which has no digest"):
-        back = sp.load_samples(path)
+        back = sp.load_samples(path, legacy=True)
     np.testing.assert_array_equal(back.U, smp.U)
     assert back.kind == "full" and back.wall_seconds == 2.0
     _rewrite(path, U=smp.U[:, :5])  # the content checks apply to old files too
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sp.LegacySamplesWarning)
         with pytest.raises(sp.SamplesFileError, match=r"U has shape \[2, 5, 4, 4\]"):
+            sp.load_samples(path, legacy=True)
+        _rewrite(path, U=-smp.U)  # the issue's U x -1: no order parameter of any weights
+        with pytest.raises(sp.SamplesFileError, match=r"U has a draw with eigenvalue .* < 0"):
+            sp.load_samples(path, legacy=True)
+
+
+def test_a_resealed_file_whose_order_parameter_is_no_gram_matrix_is_refused(tmp_path):
+    """Issue 52: U edited and the digest rewritten (as a forger or a careless script would) still fails the
+    content checks: each draw's U is W W^T / N, symmetric and positive semi-definite."""
+    smp = _samples("full")
+    for edit, match in ((lambda U: -U, "eigenvalue"), (lambda U: U + np.triu(np.ones(U.shape[-2:]), 1), "symmetric")):
+        path = smp.save(tmp_path / "bad.npz")
+        _rewrite(path, U=edit(smp.U))  # resealed: the digest matches the edited numbers
+        with pytest.raises(sp.SamplesFileError, match=match):
             sp.load_samples(path)
 
 

@@ -193,9 +193,15 @@ def _read(path: Path) -> tuple[dict, dict]:
     return meta, arrays
 
 
-def _check_format(path: Path, meta: dict, arrays: dict) -> None:
+def _check_format(path: Path, meta: dict, arrays: dict, legacy: bool) -> None:
     version = meta.get("format", 1)
     if version == 1 and "sha256" not in meta:
+        if not legacy:
+            raise SamplesFileError(
+                f"sampling result {path} is in the old format 1, which has no digest: an edit of its numbers cannot "
+                "be told from a good file, so it is not read by default. If you made it and trust it, load it with "
+                "load_samples(path, legacy=True) (its content is checked) and save it again to add a digest"
+            )
         warnings.warn(
             f"sampling result {path} is in the old format 1, which has no digest: its content is checked but "
             "damage cannot be detected; save it again (PosteriorSamples.save) to add one",
@@ -251,13 +257,33 @@ def _check_content(path: Path, meta: dict, arrays: dict) -> None:
             raise SamplesFileError(f"sampling result {path}: {name} has {bad} non-finite (NaN or infinite) entries")
     if (var < 0).any():
         raise SamplesFileError(f"sampling result {path}: var_samples has {int((var < 0).sum())} negative variances")
+    _check_order_parameters(path, U)
 
 
-def load_samples(path) -> PosteriorSamples:
+def _check_order_parameters(path: Path, U: np.ndarray) -> None:
+    """Each draw's ``U = W_1 W_1^T / N_1`` is a Gram matrix: symmetric and positive semi-definite (to rounding)."""
+    if U.ndim < 2 or U.shape[-1] != U.shape[-2] or not U.size:
+        return
+    scale = max(float(np.abs(U).max()), 1e-300)
+    asym = float(np.abs(U - np.swapaxes(U, -1, -2)).max())
+    if asym > 1e-9 * scale:
+        raise SamplesFileError(f"sampling result {path}: U is not symmetric (largest |U - U^T| {asym:.3g})")
+    low = float(np.linalg.eigvalsh(U.reshape(-1, *U.shape[-2:])).min())
+    if low < -1e-8 * scale:
+        raise SamplesFileError(
+            f"sampling result {path}: U has a draw with eigenvalue {low:.3g} < 0, so it is no W W^T / N (each "
+            "draw's order parameter is positive semi-definite)"
+        )
+
+
+def load_samples(path, *, legacy: bool = False) -> PosteriorSamples:
     """Reload a run written by :meth:`PosteriorSamples.save` (e.g. one made on a GPU box), checked: its format
     version and digest, a known sampler kind, array shapes that agree with the recorded chains, draws, paths
     and test points, and finite values.  A damaged or inconsistent file is a :class:`SamplesFileError` naming
-    the file and the problem; a format-1 file (no digest) loads with a :class:`LegacySamplesWarning`."""
+    the file and the problem, as is a draw's order parameter that is not symmetric positive semi-definite.  A
+    format-1 file (no digest) is refused unless ``legacy=True``, with which it loads, content checked, with a
+    :class:`LegacySamplesWarning` (issue 52: a file whose numbers can be edited unseen is never read as good
+    by default)."""
     path = Path(path)
     meta, arrays = _read(path)
     missing = [k for k in ("kind", "settings", "diagnostics", "wall_seconds") if k not in meta] + [
@@ -268,7 +294,7 @@ def load_samples(path) -> PosteriorSamples:
             f"sampling result {path} is incomplete: it lacks {missing} (not written by "
             "PosteriorSamples.save, or damaged)"
         )
-    _check_format(path, meta, arrays)
+    _check_format(path, meta, arrays, legacy)
     _check_content(path, meta, arrays)
     extra = {k[len("extra_") :]: v for k, v in arrays.items() if k.startswith("extra_")}
     return PosteriorSamples(
