@@ -375,3 +375,29 @@ def test_sample_u_in_batches_is_the_order_parameter_of_every_draw():
         assert math.isclose(np.trace(whole[c, d]), (W1**2).sum() / N, rel_tol=1e-12)
     one_at_a_time = sample_U(samples, arch, max_bytes=1.0)  # batches of one draw
     np.testing.assert_allclose(one_at_a_time, whole, rtol=1e-13, atol=1e-15)
+
+
+def test_the_rao_blackwellised_sampler_keeps_each_draws_order_parameter_only():
+    """The N = 500 run of 4 x (80 + 120) was OOM-killed at 22 GB: every draw's value matrices were kept.  The
+    sampler now stores each draw's U as it is collected (numpyro's postprocess_fn): the same U, bit for bit, as
+    the order parameter of the kept value matrices, and no value matrix in the stored draws."""
+    import jax.numpy as jnp
+
+    from attention_paths.sampling import rao_blackwell as rb
+    from attention_paths.sampling.nuts import order_parameter_of, sample_U
+    from attention_paths.theory.architecture import Architecture
+
+    rng = np.random.default_rng(0)
+    P, M, N0, heads = 24, 10, 5, (2, 2)
+    X = rng.standard_normal((P + M, N0, 4)) / np.sqrt(N0)
+    y = np.sign(rng.standard_normal(P))
+    arch = Architecture.uniform(heads, 6)
+    cfg = sp.SamplerConfig(num_warmup=10, num_samples=8, num_chains=2, seed=1, max_tree_depth=3)
+    kept, _, _ = rb.run_marginal(X[:P], y, 0.3, arch, cfg, False, 2**30, keep=order_parameter_of(arch))
+    full, _, _ = rb.run_marginal(X[:P], y, 0.3, arch, cfg, False, 2**30)
+    stored = kept.get_samples(group_by_chain=True)
+    assert set(stored) == {"U"} and {"a", "V1", "V2"} <= set(full.get_samples())
+    np.testing.assert_array_equal(np.asarray(stored["U"]), sample_U(full.get_samples(group_by_chain=True), arch))
+    with pytest.warns(sp.SamplingWarning):  # 8 draws a chain: R-hat is not met, and the sampler says so
+        smp = sp.sample("rao-blackwell", X[:P], y, 0.3, arch, X[P:], config=cfg, progress=False)
+    np.testing.assert_array_equal(smp.U, np.asarray(stored["U"], dtype=jnp.float64))

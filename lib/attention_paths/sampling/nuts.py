@@ -33,6 +33,7 @@ from attention_paths.theory.architecture import Architecture
 jax.config.update("jax_enable_x64", True)
 
 __all__ = [
+    "order_parameter_of",
     "DEFAULT_TREE_DEPTH",
     "run_nuts",
     "sample_U",
@@ -81,12 +82,19 @@ def recorded_settings(config: SamplerConfig) -> dict:
 _EXTRA = ("diverging", "accept_prob", "num_steps")
 
 
-def run_nuts(model, config: SamplerConfig, progress: bool | None, gibbs=None, **kwargs) -> tuple[MCMC, float, dict]:
+def run_nuts(
+    model, config: SamplerConfig, progress: bool | None, gibbs=None, keep=None, **kwargs
+) -> tuple[MCMC, float, dict]:
     """One seeded NUTS run of ``model(**kwargs)`` with the settings of ``config``.
 
     ``gibbs = (update, sites)``: NUTS within Gibbs (numpyro's ``HMCGibbs``): the sample sites ``sites`` are not
     moved by NUTS but drawn by ``update(rng_key, gibbs_sites, hmc_sites) -> gibbs_sites`` after every NUTS
     transition, which moves the other sites with the Gibbs sites held fixed.
+
+    ``keep``: a function of one draw's sample sites returning what is stored of it (numpyro's
+    ``postprocess_fn``, applied as each draw is collected); ``None`` keeps every site.  The Rao-Blackwellised
+    sampler keeps only the draw's order parameter: at ``N = 500`` a draw's value matrices take 8 MB a head
+    and layer, which for hundreds of draws exceeds the memory of a laptop.
 
     Returns (the MCMC object, wall time, NUTS' extra fields ``diverging``, ``accept_prob`` and ``num_steps``,
     each [chains, draws]).
@@ -104,6 +112,7 @@ def run_nuts(model, config: SamplerConfig, progress: bool | None, gibbs=None, **
         num_chains=config.num_chains,
         chain_method=config.chain_method,
         progress_bar=show,
+        postprocess_fn=keep,
     )
     t0 = time.perf_counter()
     with warnings.catch_warnings():
@@ -116,18 +125,33 @@ def run_nuts(model, config: SamplerConfig, progress: bool | None, gibbs=None, **
     return mcmc, wall, {name: fields_[key] for name, key in zip(_EXTRA, extra, strict=True)}
 
 
+def order_parameter_of(arch: Architecture):
+    """The function ``sites -> {"U": U(Theta)}`` of one draw's sample sites (readout ``a``, value matrices
+    ``V1``, ...), ``U = W_1 W_1^T / N_1`` with the effective weights of the prior-scaled sites: what
+    :func:`run_nuts` keeps of a draw (``keep``) when only the order parameter is needed."""
+    N = [int(n) for n in arch.widths]
+    s2 = arch.sigma2
+    names = [f"V{l + 1}" for l in range(arch.n_layers)]
+
+    def keep(sites):
+        Vs = [math.sqrt(s2[l]) * sites[n] for l, n in enumerate(names)]
+        W1 = effective_weights(math.sqrt(s2[-1]) * sites["a"], Vs, N)
+        return {"U": W1 @ W1.T / N[0]}
+
+    return keep
+
+
 def sample_U(samples, arch: Architecture, max_bytes: float = 256 * 1024**2) -> np.ndarray:
     """``U(Theta_s)`` for every sample, [chains, draws, Pi, Pi], in batches of draws whose intermediates (the
     path products of the value matrices, about ``Pi * max(N)^2`` numbers a draw) take at most ``max_bytes``: at
     ``N = 500`` all draws at once would need 32 MB a draw (20 GB for 640 draws)."""
     N = [int(n) for n in arch.widths]
-    s2 = arch.sigma2
+    keep = order_parameter_of(arch)
+    names = [f"V{l + 1}" for l in range(arch.n_layers)]
 
     def one(a, *Vs):
-        W1 = effective_weights(math.sqrt(s2[-1]) * a, [math.sqrt(s2[l]) * V for l, V in enumerate(Vs)], N)
-        return W1 @ W1.T / N[0]
+        return keep({"a": a, **dict(zip(names, Vs, strict=True))})["U"]
 
-    names = [f"V{l + 1}" for l in range(arch.n_layers)]
     a = samples["a"]
     chains, draws = a.shape[:2]
     batch = max(1, min(chains * draws, int(max_bytes // (8.0 * arch.n_paths * max(N) ** 2))))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from attention_paths.sampling.diagnostics import chain_diagnostics, warn_if_bad
 from attention_paths.sampling.interface import Sampler
@@ -20,9 +21,9 @@ from attention_paths.sampling.interface import Sampler
 from attention_paths.sampling.nuts import (
     effective_weights,
     numpyro,  # noqa: I001
+    order_parameter_of,
     recorded_settings,
     run_nuts,
-    sample_U,
     weight_sites,
     with_tree_depth,
 )
@@ -127,13 +128,15 @@ def rb_model(nll, arch: Architecture):
     numpyro.factor("marginal_likelihood", -nll(0.5 * (U + U.T)))
 
 
-def run_marginal(X, y, tau: float, arch: Architecture, config: SamplerConfig, progress, max_gram_bytes: float):
+def run_marginal(
+    X, y, tau: float, arch: Architecture, config: SamplerConfig, progress, max_gram_bytes: float, keep=None
+):
     """NUTS on the exact marginal posterior of the value weights and readout (``V0`` integrated out, T§13.3) for
     path features ``X`` [P, N0, Pi]; returns what :func:`~attention_paths.sampling.nuts.run_nuts` returns (MCMC
     object, wall time, extra fields).  The Rao-Blackwellised sampler and the collapsed full-weight one
-    (:mod:`.full`) both run it."""
+    (:mod:`.full`) both run it; ``keep``: what is stored of each draw (:func:`~.nuts.run_nuts`)."""
     nll = marginal_nll(KernelOps(X, max_gram_bytes), jnp.asarray(y), tau)
-    return run_nuts(rb_model, config, progress, nll=nll, arch=arch)
+    return run_nuts(rb_model, config, progress, keep=keep, nll=nll, arch=arch)
 
 
 def sample_rao_blackwell(
@@ -174,9 +177,10 @@ def sample_rao_blackwell(
         max_gram_bytes = getattr(config, "max_gram_bytes", RaoBlackwellConfig.max_gram_bytes)
     P, N0, Pi = X.shape
     config = with_tree_depth(config, "rao-blackwell")
-    mcmc, wall, extra = run_marginal(X, y, tau, arch, config, progress, max_gram_bytes)
-    s = mcmc.get_samples(group_by_chain=True)
-    U = sample_U(s, arch)
+    # each draw kept as its order parameter only, [Pi, Pi] instead of the value matrices (8 MB a head at N = 500)
+    keep = order_parameter_of(arch)
+    mcmc, wall, extra = run_marginal(X, y, tau, arch, config, progress, max_gram_bytes, keep=keep)
+    U = np.asarray(mcmc.get_samples(group_by_chain=True)["U"], dtype=np.float64)
     mean, var = conditional_predictions(U, X, y, tau, Xt)
     diag = chain_diagnostics(extra, U, mean, max_tree_depth=config.max_tree_depth)
     warn_if_bad(diag, "Rao-Blackwellised")
