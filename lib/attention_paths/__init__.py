@@ -32,6 +32,10 @@ from attention_paths.base.version import __version__
 # the theory's public names, each with the module of attention_paths.theory that defines it
 _THEORY = {
     "Action": "action",
+    "AdapterError": "adapter",
+    "TheoryView": "adapter",
+    "adapt": "adapter",
+    "from_torch": "adapter",
     "NotPositiveDefiniteError": "action",
     "Packing": "action",
     "closed_form_ua": "action",

@@ -14,6 +14,7 @@ unchanged (:meth:`InContextTransformer.theory_layers`).
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -21,6 +22,7 @@ import torch
 from torch import nn
 
 from attention_paths.tasks.omniglot.episodes import Episodes
+from attention_paths.theory.adapter import TheoryView
 from attention_paths.theory.attention import QKFormHeads
 
 __all__ = [
@@ -188,6 +190,35 @@ class InContextTransformer(nn.Module):
             K = self.k[layer].weight.detach().double().cpu().reshape(self.n_heads, self.d_qk, PATCH_FEATURES)
             out.append(QKFormHeads(Q, K))
         return out
+
+    def theory_view(self) -> TheoryView:
+        """The network as the theory sees it (:func:`attention_paths.adapt`, the adapter's extension point): a
+        float64 copy's tokens, attention (:meth:`theory_layers`, from the bare input ``x0``), mean readout, value
+        weights (:meth:`path_weights`, head mask and head-sum scales included) and input map ``W_in``.  Its inputs
+        are episodes (an :class:`~.episodes.Episodes` or ``(images, labels)``); pruning a head rescales its
+        layer's sum (:meth:`set_pruned`)."""
+        net = copy.deepcopy(self).double().eval()
+        layers = net.theory_layers()
+        D, H = self.d_model, self.n_heads
+
+        def trace(inputs):
+            with torch.no_grad():
+                x0 = net.tokens(inputs)  # float64 [B, 48, 192]
+                return x0, [layer.attention(x0.transpose(1, 2)) for layer in layers], net(x0)
+
+        V = [net.v[layer].weight.detach().reshape(H, D, D) for layer in range(self.n_layers)]
+        return TheoryView(
+            heads=(H,) * self.n_layers,
+            modules=tuple(f"v.{layer}" for layer in range(self.n_layers)),
+            readout="mean",
+            trace=trace,
+            value_weights=net.path_weights(),
+            input_map=net.w_in.weight.detach(),
+            value_widths=((D,) * H,) * self.n_layers,
+            value_norms=tuple(torch.linalg.matrix_norm(v).numpy() for v in V),
+            prune=lambda pruned: copy.deepcopy(self).set_pruned(pruned),
+            rescale=True,
+        )
 
     def path_weights(self) -> torch.Tensor:
         """Effective path weights ``w^pi = a^T V^(L,hL) ... V^(1,h1) / sqrt(H^L)`` [Pi, d_model] (paths in the

@@ -27,6 +27,7 @@ __all__ = [
     "OneShotData",
     "balanced_indices",
     "extract",
+    "training_episodes",
     "gd_order_parameter",
     "save_oneshot_data",
     "load_oneshot_data",
@@ -183,22 +184,13 @@ def extract(net, cfg: dict, root=None, record: dict | None = None, progress: boo
 
     The network is copied to float64; ``x0`` and the attention are recomputed in float64 (spec §F-20).
     """
-    tcfg = TrainConfig(
-        **{k: v for k, v in (record or {}).get("config", {}).items() if k in TrainConfig.__dataclass_fields__}
-    )
+    tcfg = _train_config(record)
     if cfg["P"] % 2 or cfg["n_eval"] % 2:
         raise ValueError(f"P and n_eval must be even (balanced sets), got {cfg['P']} and {cfg['n_eval']}")
     net64 = copy.deepcopy(net).double().eval()
     net64.set_pruned(())
-    rng = np.random.default_rng(tcfg.seed)
-    train_images = load_split("train", root).images
-    pool = [
-        sample_episodes(train_images, tcfg.batch, rng, drawing_seed=tcfg.drawing_seed)
-        for _ in range(cfg["train_batches"])
-    ]
-    ys = np.concatenate([e.y for e in pool])
-    idx = balanced_indices(ys, cfg["P"] // 2)
-    sets = {"train": _concat(pool).subset(idx)}
+    train, n_pool = _training_set(tcfg, cfg, root)
+    sets = {"train": train}
     half = cfg["n_eval"] // 2
     for name, split, seed in (("val", "val", 1000 + tcfg.seed), ("test", "test", 2000 + tcfg.seed)):
         eps = fixed_episodes(load_split(split, root).images, cfg["eval_pool"], seed, tcfg.drawing_seed)
@@ -217,7 +209,7 @@ def extract(net, cfg: dict, root=None, record: dict | None = None, progress: boo
     info = {
         "P": cfg["P"],
         "n_eval": cfg["n_eval"],
-        "train_pool": int(len(ys)),
+        "train_pool": n_pool,
         "eval_pool": cfg["eval_pool"],
         "train_seed": tcfg.seed,
         "drawing_seed": tcfg.drawing_seed,
@@ -227,6 +219,30 @@ def extract(net, cfg: dict, root=None, record: dict | None = None, progress: boo
     }
     heads = (int(net64.n_heads),) * int(net64.n_layers)
     return OneShotData(features, y, outputs, gd_order_parameter(net64), info, heads)
+
+
+def _train_config(record: dict | None) -> TrainConfig:
+    return TrainConfig(
+        **{k: v for k, v in (record or {}).get("config", {}).items() if k in TrainConfig.__dataclass_fields__}
+    )
+
+
+def _training_set(tcfg: TrainConfig, cfg: dict, root) -> tuple[Episodes, int]:
+    """The balanced training set of :func:`extract` and the size of the pool it was taken from."""
+    rng = np.random.default_rng(tcfg.seed)
+    train_images = load_split("train", root).images
+    pool = [
+        sample_episodes(train_images, tcfg.batch, rng, drawing_seed=tcfg.drawing_seed)
+        for _ in range(cfg["train_batches"])
+    ]
+    ys = np.concatenate([e.y for e in pool])
+    return _concat(pool).subset(balanced_indices(ys, cfg["P"] // 2)), int(len(ys))
+
+
+def training_episodes(record: dict | None, cfg: dict, root=None) -> Episodes:
+    """The training episodes of :func:`extract` for a network of training ``record`` at the theory config ``cfg``
+    (``P``, ``train_batches``): the first ``P/2`` of each label of the network's first training batches."""
+    return _training_set(_train_config(record), cfg, root)[0]
 
 
 def _concat(parts):
