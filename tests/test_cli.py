@@ -222,7 +222,7 @@ def test_each_subcommand_lists_only_its_own_options(capsys):
         (["reproduce", "--net", "paper"], "reproduce does not take --net;"),  # no abbreviation of --network
         (
             ["reproduce", "--widths", "10"],
-            "reproduce does not take --widths (omniglot-sampling, omniglot-theory take it)",
+            "reproduce does not take --widths (analyse, omniglot-sampling, omniglot-theory take it)",
         ),
         (["omniglot-train", "--max", "3"], "omniglot-train does not take --max;"),  # nor of --max-steps
     ],

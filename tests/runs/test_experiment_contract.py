@@ -39,6 +39,8 @@ COMMITTED = {
 TINY = {
     "theory": {"widths": (1000, 10)},
     "posterior": {"widths": (10,), "full_widths": (), "num_chains": 1, "num_warmup": 20, "num_samples": 20},
+    "analyse": {"widths": (10, 1000), "taus": (0.5,)},
+    "prune": {"n_random": 5},
 }
 
 

@@ -245,7 +245,7 @@ def test_reproduce_and_ensemble_share_one_network_chain():
     repro = {s.name: s for s in stages.reproduction_stages("paper")}
     ens = {s.name[len("paper.") :]: s for s in stages.ensemble_stages((42,)) if s.name.startswith("paper.")}
     samples = {n for n in repro if n.startswith("sample-N")}
-    self_contained = {"data", "theory", "posterior", "hmc", "omniglot-sampling"}
+    self_contained = {"data", "theory", "posterior", "hmc", "omniglot-sampling", "analyse", "prune"}
     assert samples == {"sample-N10"} and set(ens) == set(repro) - samples - self_contained
     for name, s in ens.items():
         r = repro[name]

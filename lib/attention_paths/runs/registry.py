@@ -16,7 +16,7 @@ by dotted path (``"attention_paths.tasks.markov:run_markov"``), imported on firs
 so that ``--help`` and argument errors answer before torch, JAX or the tasks load.
 
 >>> sorted(EXPERIMENTS)
-['hmc', 'omniglot-sampling', 'omniglot-theory', 'posterior', 'pruning', 'theory']
+['analyse', 'hmc', 'omniglot-sampling', 'omniglot-theory', 'posterior', 'prune', 'pruning', 'theory']
 >>> [o.flag for o in EXPERIMENTS["pruning"].options]
 ['--device', '--network', '--train-missing', '--theory-from']
 >>> EXPERIMENTS["hmc"].takes("--retrain")
@@ -307,9 +307,53 @@ COMMIT = Option(
 )
 STAGED = (WORKERS, SCHEDULER, ONLY, FORCE, STATUS)
 
+MODEL = Option(
+    "--model",
+    "your network: a file saved by torch.save(model, path) or a 'module:function' entry point returning it "
+    "(default: the example of the chapter 'Your own network')",
+    metavar="FILE_OR_ENTRY_POINT",
+    keyword="model",
+)
+DATA = Option(
+    "--data",
+    "an .npz of inputs and +-1 labels: x_train, y_train and x_<set>, y_<set> per evaluation set (default: the "
+    "example's task)",
+    metavar="FILE",
+    keyword="data",
+)
+N_THEORY = Option(
+    "--n-theory",
+    "the theory uses the first this many training examples (default: the scale's)",
+    type=int,
+    keyword="n_theory",
+)
+USER_WIDTHS = Option(
+    "--widths", "the theory grid's widths, e.g. 10,100,1000", type=_number_list(int), metavar="N,...", keyword="widths"
+)
+USER_TAUS = Option(
+    "--taus",
+    "the theory grid's temperatures, e.g. 0.1,0.5,1",
+    type=_number_list(float),
+    metavar="TAU,...",
+    keyword="taus",
+)
+PRUNE_WIDTH = Option("--width", "the theory's width for the head scores (default 10)", type=int, keyword="width")
+PRUNE_TAU = Option("--tau", "the theory's temperature for the head scores (default 0.5)", type=float, keyword="tau")
+REMOVE = Option(
+    "--remove",
+    "heads the saved network loses by ascending score (default: the most that cost at most 1 point on the first "
+    "evaluation set)",
+    type=int,
+    keyword="remove",
+)
+N_RANDOM = Option(
+    "--n-random", "random removal orders to compare with (default: the scale's)", type=int, keyword="n_random"
+)
+
 # ------------------------------------------------------------------------------------------ the records
 _TOY, _MARKOV = "attention_paths.tasks.toy", "attention_paths.tasks.markov"
 _ONESHOT, _PRUNING = "attention_paths.tasks.oneshot", "attention_paths.tasks.pruning"
+_YOURS = "attention_paths.tasks.yours"
 _EXPERIMENTS = "attention_paths.runs.experiments"
 
 EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
@@ -457,6 +501,30 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
                 "wall_seconds",
             ),
             network_chain=True,
+        ),
+        Experiment(
+            "analyse",
+            "the theory of your own attention network: U* over a widths x temperatures grid, GP and renormalised "
+            "accuracies, head scores and kernel alignment",
+            options=(DEVICE, MODEL, DATA, USER_WIDTHS, USER_TAUS, N_THEORY),
+            run=f"{_YOURS}.analyse:run_analyse",
+            result=f"{_YOURS}.analyse:AnalyseResult",
+            summary=f"{_YOURS}.analyse:analyse_summary",
+            reader=f"{_YOURS}.analyse:read_analyse_run",
+            configs=f"{_YOURS}.analyse:ANALYSE",
+            headline=("experiment", "scale", "config", "heads", "network_accuracy", "seconds", "wall_seconds"),
+        ),
+        Experiment(
+            "prune",
+            "theory-guided pruning of your own attention network: curves by head score, value norm and random "
+            "orders, and the pruned network's state dict",
+            options=(DEVICE, MODEL, DATA, PRUNE_WIDTH, PRUNE_TAU, REMOVE, N_RANDOM, N_THEORY),
+            run=f"{_YOURS}.prune:run_prune",
+            result=f"{_YOURS}.prune:PruneResult",
+            summary=f"{_YOURS}.prune:prune_summary",
+            reader=f"{_YOURS}.prune:read_prune_run",
+            configs=f"{_YOURS}.prune:PRUNE",
+            headline=("experiment", "scale", "config", "heads", "scores", "removed", "pruned_check", "wall_seconds"),
         ),
     )
 }

@@ -107,7 +107,9 @@ def cumulative_order(scores: dict, heads) -> list[tuple[int, int]]:
     return taken + last
 
 
-def pruning_curve(F: dict, y: dict, heads, order, full: dict | None = None, label: str = "", K=None) -> PruningCurve:
+def pruning_curve(
+    F: dict, y: dict, heads, order, full: dict | None = None, label: str = "", K=None, coefficients=None
+) -> PruningCurve:
     """Accuracy, drop and its paired standard error after the first ``k = 0 .. K`` heads of ``order`` are
     removed (``K``: default the whole order, at most :func:`max_removable`).
 
@@ -118,6 +120,9 @@ def pruning_curve(F: dict, y: dict, heads, order, full: dict | None = None, labe
     heads : heads per layer
     order : [(layer, head)] 0-based or ["(layer)head"]
     full : {set: [n]} the unpruned network's outputs' correctness (default: computed from ``F``)
+    coefficients : ``coefficients(pruned) -> [Pi]``, the path coefficients of the network with heads ``pruned``
+        removed (default :func:`~.network.path_coefficients`: the book's rule, each layer's sum rescaled;
+        :meth:`attention_paths.TheoryView.coefficients` for another network)
     """
     if not isinstance(F, dict):
         F = {"test": F}
@@ -125,9 +130,10 @@ def pruning_curve(F: dict, y: dict, heads, order, full: dict | None = None, labe
     order = list(order)
     K = min(len(order), max_removable(heads)) if K is None else int(K)
     hs = check_order(order, heads, K)[:K]
-    full = {s: correct(pruned_outputs(F[s], (), heads), y[s]) for s in y} if full is None else full
+    coefficients = coefficients or (lambda pruned: path_coefficients(pruned, heads))
+    full = {s: correct(path_sum(F[s], coefficients(()), heads), y[s]) for s in y} if full is None else full
     acc, drop, se = {}, {}, {}
-    C = np.stack([path_coefficients(hs[:k], heads) for k in range(K + 1)], axis=1)  # [Pi, K + 1]
+    C = np.stack([coefficients(hs[:k]) for k in range(K + 1)], axis=1)  # [Pi, K + 1]
     for s in y:
         out = path_sum(F[s], C, heads)  # the K + 1 pruned networks in one product
         per = [correct(out[:, k], y[s]) for k in range(K + 1)]
