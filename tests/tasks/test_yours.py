@@ -38,7 +38,8 @@ def user(tmp_path_factory):
     train_stack(model, x[:500], y[:500], steps=60, batch=128, seed=3)
     torch.save(model.eval(), folder / "model.pt")
     (folder / "mine.py").write_text(
-        "import torch\n\ndef build():\n    return torch.load(__file__.replace('mine.py', 'model.pt'), weights_only=False)\n"
+        "import torch\n\n\ndef build():\n"
+        "    return torch.load(__file__.replace('mine.py', 'model.pt'), weights_only=False)\n"
     )
     np.savez(
         folder / "data.npz",
