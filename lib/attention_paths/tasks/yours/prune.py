@@ -26,10 +26,17 @@ from attention_paths.tasks.pruning.cumulative import (
     cumulative_order,
     heads_within,
     max_removable,
+    order_p_value,
     pruning_curve,
     random_orders,
 )
-from attention_paths.tasks.pruning.result import PruningCurve, RandomCurves, head_name, parse_head_name
+from attention_paths.tasks.pruning.result import (
+    CumulativePruning,
+    PruningCurve,
+    RandomCurves,
+    head_name,
+    parse_head_name,
+)
 from attention_paths.tasks.yours.analyse import EXAMPLE_MODEL, Extracted, extract_user
 from attention_paths.tasks.yours.example import example_data
 from attention_paths.tasks.yours.inputs import load_data, load_model
@@ -124,6 +131,14 @@ class PruneResult:
         for m in masks:
             c = np.kron(c, m * np.sqrt(len(m) / m.sum()) if self.rescale else m)
         return c
+
+    @property
+    def cumulative(self) -> CumulativePruning:
+        """The curves as a :class:`~attention_paths.tasks.pruning.CumulativePruning` (what the book's pruning
+        figures draw), with the score order's empirical p-value against the random orders per set."""
+        K = len(self.curves["theory score"].order)
+        p = {s: order_p_value(self.curves["theory score"].drop[s], self.random.drop[s]) for s in self.y}
+        return CumulativePruning(heads=self.heads, K=K, curves=self.curves, random=self.random, p_value=p)
 
     def state_dict(self) -> dict:
         """The pruned network's state dict as torch tensors (``model.load_state_dict(res.state_dict())``)."""
