@@ -187,14 +187,41 @@ def _nan_first(a, key):
         ),
         ("hmc-paper", "hmc", None, lambda a: _nan_first(a, "sample_main_N10_rao-blackwell_mean"), "non-finite"),
         ("pruning/paper-network", "pruning", lambda s: s.update(format=99), None, "results format 99, newer"),
+        (  # issue 52: a solve that did not converge
+            "omniglot-theory/paper-sizes-paper-network",
+            "omniglot-theory",
+            lambda s: s["solver"].update(max_grad=1e6),
+            None,
+            r"'solver.max_grad' = 1e\+06 is not a converged solve's final gradient \(tolerance 1e-08\)",
+        ),
+        (  # the validation-selected temperature moved to one that is not the best on validation
+            "omniglot-theory/paper-sizes-paper-network",
+            "omniglot-theory",
+            lambda s: s["select"]["val"]["theory"]["tau"].__setitem__(0, 0.25),
+            None,
+            r"'select\[val\]\[theory\].index' = \[5, .* is not the best temperature on val, \[6,",
+        ),
+        (
+            "omniglot-sampling/paper-network-N500",
+            "omniglot-sampling",
+            lambda s: s["solver"]["500"].update(grad_max=3e-5),
+            None,
+            r"'solver\[500\].grad_max' = 3e-05 is not a converged solve",
+        ),
+        (
+            "omniglot-sampling/paper-network-N500",
+            "omniglot-sampling",
+            None,
+            lambda a: _negate(a, "sample_N500_mcse"),
+            r"'sampled\[500\].mcse' holds a negative Monte Carlo standard error",
+        ),
     ],
 )
 def test_consistently_edited_runs_fail_their_content_checks(
     tmp_path, folder, experiment, edit_summary, edit_arrays, match
 ):
-    run = rewritten_run(tmp_path, DATA / folder, edit_summary, edit_arrays)
-    with pytest.raises(ValueError, match=match):
-        experiments.load_run(run, experiment)
+    with pytest.raises(ValueError, match=match):  # refused by the sealer (a NaN) or by the reader
+        experiments.load_run(rewritten_run(tmp_path, DATA / folder, edit_summary, edit_arrays), experiment)
 
 
 def test_a_same_size_edit_of_a_sampled_accuracy_is_refused(tmp_path):

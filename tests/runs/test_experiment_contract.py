@@ -18,6 +18,7 @@ or a tiny size (:data:`TINY`)."""
 import dataclasses
 import json
 import pickle
+import re
 from pathlib import Path
 
 import numpy as np
@@ -173,3 +174,57 @@ def test_a_damaged_arrays_file_is_refused(case, tmp_path):
             experiments.load_run(tmp_path / "run", name)
         else:
             results.read(tmp_path / "run")
+
+
+# ------------------------------------------------------------------------- resealed edits (issue 52)
+def _resealed(folder, tmp_path, edit):
+    """A copy of ``folder`` with ``edit(summary, arrays)`` applied and its digests rewritten (a reseal)."""
+    import shutil
+
+    shutil.copytree(folder, tmp_path / "run")
+    summary, arrays = results.read(tmp_path / "run")
+    edit(summary, arrays)
+    results.write(tmp_path / "run", {k: v for k, v in summary.items() if k != "format"}, arrays)
+    return tmp_path / "run"
+
+
+def _some_arrays(folder) -> list[str]:
+    """Up to three arrays of a folder (its first, middle and last, by name), the targets of the edits."""
+    names = sorted(np.load(folder / results.ARRAYS).files)
+    return sorted({names[0], names[len(names) // 2], names[-1]}) if names else []
+
+
+ARRAY_EDITS = {
+    "complex": lambda a: a.astype(complex) * (1 + 10j),
+    "strings": lambda a: a.astype(str),
+    "NaN": lambda a: np.where(np.arange(a.size).reshape(a.shape) == 0, np.nan, a.astype(float)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(ARRAY_EDITS))
+def test_a_resealed_array_of_another_kind_is_refused_naming_it(case, tmp_path, kind):
+    """For every registered experiment, with no code of its own: an array made complex, strings, or given a NaN,
+    then resealed (digests rewritten), is refused, by the sealer (``results.write_files_record``) or on reading,
+    with a message naming the array."""
+    name, original, folder = case
+    for key in _some_arrays(folder):
+
+        def edit(summary, arrays, key=key):
+            arrays[key] = ARRAY_EDITS[kind](np.asarray(arrays[key]))
+
+        with pytest.raises(ValueError, match=re.escape(repr(key))):  # refused by the sealer or by the reader
+            experiments.load_run(_resealed(folder, tmp_path / f"{kind}-{key}", edit), name)
+
+
+def test_a_resealed_flip_of_every_claim_is_refused(case, tmp_path):
+    name, original, folder = case
+    summary, _ = results.read(folder)
+    if not summary.get("claims"):
+        pytest.skip(f"{name} stores no claims")
+
+    def edit(summary, arrays):
+        for c in summary["claims"]:
+            c["passed"] = not c["passed"]
+
+    with pytest.raises(ValueError, match=r"claims\["):
+        experiments.load_run(_resealed(folder, tmp_path, edit), name)

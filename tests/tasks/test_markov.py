@@ -297,9 +297,8 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     (tmp_path / "arrays.npz").write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="arrays.npz does not match the SHA-256"):
         experiments.load_run(tmp_path, "hmc")
-    results.write_files_record(tmp_path)
-    with pytest.raises(ValueError, match="corrupted"):
-        experiments.load_run(tmp_path, "hmc")
+    with pytest.raises(ValueError, match="corrupted"):  # the sealer refuses to bless it
+        results.write_files_record(tmp_path)
 
 
 # ------------------------------------------------------------------------------------------ the reference's generator

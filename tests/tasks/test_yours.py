@@ -60,27 +60,18 @@ def _cli(args, cwd):
     )
 
 
+def _command(experiment: str, args: list, cwd, out):
+    """Run ``python -m attention_paths <experiment> <args> --quiet --out <out>`` in ``cwd``; its folder read back
+    through the registry."""
+    run = _cli([experiment, *args, "--quiet", "--out", str(out)], cwd)
+    assert run.returncode == 0, run.stderr
+    return experiments.load_run(out, experiment, required=True)
+
+
 def test_analyse_command_writes_a_folder_that_reads_back_through_the_registry(user):
     out = user / "analysis"
-    run = _cli(
-        [
-            "analyse",
-            "--model",
-            "mine:build",
-            "--data",
-            "data.npz",
-            "--widths",
-            "10,100",
-            "--taus",
-            "0.5,1",
-            "--quiet",
-            "--out",
-            str(out),
-        ],
-        user,
-    )
-    assert run.returncode == 0, run.stderr
-    res = experiments.load_run(out, "analyse", required=True)
+    args = ["--model", "mine:build", "--data", "data.npz", "--widths", "10,100", "--taus", "0.5,1"]
+    res = _command("analyse", args, user, out)
     assert res.heads == (2, 2) and res.U.shape == (2, 2, 4, 4) and sorted(res.accuracy) == ["other", "test"]
     assert res.config["model"] == "mine:build" and res.model["path_sum_check"] < 1e-12
     assert "files_sha256" in json.loads((out / results.FILES).read_text())
@@ -115,25 +106,8 @@ def test_a_stored_analysis_whose_numbers_disagree_is_refused(user, tmp_path):
 
 def test_prune_command_saves_a_state_dict_whose_forward_is_the_curve(user):
     out = user / "pruned"
-    run = _cli(
-        [
-            "prune",
-            "--model",
-            str(user / "model.pt"),
-            "--data",
-            "data.npz",
-            "--remove",
-            "1",
-            "--n-random",
-            "20",
-            "--quiet",
-            "--out",
-            str(out),
-        ],
-        user,
-    )
-    assert run.returncode == 0, run.stderr
-    res = experiments.load_run(out, "prune", required=True)
+    args = ["--model", str(user / "model.pt"), "--data", "data.npz", "--remove", "1", "--n-random", "20"]
+    res = _command("prune", args, user, out)
     assert len(res.removed) == 1 and res.removed == res.curves["theory score"].order[:1]
     assert res.random.drop["test"].shape == (20, 3)
     net = MultiheadStack(n_heads=2).double()

@@ -32,7 +32,6 @@ import dataclasses
 import math
 import numbers
 import re
-import sys
 import types
 import typing
 
@@ -43,19 +42,12 @@ _INTERVAL = re.compile(r"^([(\[])\s*(-?[\d.eE+-]+)\s*,\s*(-?[\d.eE+-]+)\s*([)\]]
 
 
 def _hints(cls) -> dict:
-    """The resolved annotations of ``cls``'s fields (postponed annotations evaluated in their module); a field
-    whose annotation cannot be evaluated is left unchecked."""
-    out = {}
-    for klass in reversed(cls.__mro__):
-        module = vars(sys.modules.get(klass.__module__, types.ModuleType("x")))
-        for name, hint in vars(klass).get("__annotations__", {}).items():
-            if isinstance(hint, str):
-                try:
-                    hint = eval(hint, module)  # noqa: S307 (the package's own annotations)
-                except Exception:  # noqa: BLE001 (an annotation this check does not understand: skipped)
-                    continue
-            out[name] = hint
-    return out
+    """The resolved annotations of ``cls``'s fields (``typing.get_type_hints``: postponed annotations evaluated in
+    their module); a class whose annotations cannot all be resolved is checked against its ranges only."""
+    try:
+        return typing.get_type_hints(cls)
+    except (NameError, TypeError):  # an annotation this check cannot resolve: types left unchecked
+        return {}
 
 
 def _is_int(v) -> bool:

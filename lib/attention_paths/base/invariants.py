@@ -20,6 +20,7 @@ __all__ = [
     "accuracy",
     "increasing",
     "order_parameter",
+    "converged",
     "sorted_by",
     "present",
 ]
@@ -91,6 +92,19 @@ def order_parameter(folder, name: str, U, n_paths: int, lead=()) -> np.ndarray:
         if low < -1e-8 * scale:
             violation(folder, name, f"is not positive semi-definite (smallest eigenvalue {low:.4g})")
     return U
+
+
+def converged(folder, name: str, grad_max, tol: float, hessian_min_eig=None) -> None:
+    """A solver's convergence report: every final gradient ``grad_max`` finite, >= 0 and at most the solver's
+    tolerance ``tol`` (a stored run never holds a solve that did not converge), and every smallest Hessian
+    eigenvalue, given, positive (the stability certificate)."""
+    g = finite(folder, name, grad_max)
+    if g.size and (g.min() < 0 or g.max() > tol):
+        violation(folder, name, f"= {float(g.max()):.3g} is not a converged solve's final gradient (tolerance {tol:g})")
+    if hessian_min_eig is not None:
+        h = finite(folder, f"{name} (Hessian)", hessian_min_eig)
+        if h.size and h.min() <= 0:
+            violation(folder, name, f"has a smallest Hessian eigenvalue {float(h.min()):.3g} <= 0: no minimum")
 
 
 def sorted_by(folder, name: str, order, scores: dict) -> None:

@@ -56,17 +56,13 @@ class DirtyTreeError(RuntimeError):
     """A result was to be committed under ``data/`` from code with uncommitted changes; the message names them."""
 
 
-def _git(*args: str, cwd: Path) -> str:
-    return git.run(*args, cwd=cwd)
-
-
 def code_changes(paths=CODE_PATHS, *, checkout=None) -> list[str] | None:
     """The files under ``paths`` (relative to the checkout's root) that differ from its commit: modified,
     added, deleted or untracked and not ignored, sorted.  ``checkout``: a folder of the git checkout (default:
     the one the package runs from); ``None`` when it is not a git checkout."""
     try:
-        root = Path(_git("rev-parse", "--show-toplevel", cwd=Path(checkout or PACKAGE_DIR)).strip())
-        out = _git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths, cwd=root)
+        root = Path(git.run("rev-parse", "--show-toplevel", cwd=Path(checkout or PACKAGE_DIR)).strip())
+        out = git.run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths, cwd=root)
     except (OSError, subprocess.SubprocessError):
         return None
     entries = [e for e in out.split("\0") if e]
@@ -82,9 +78,9 @@ def code_changes(paths=CODE_PATHS, *, checkout=None) -> list[str] | None:
 
 def _code_diff(paths, checkout) -> str:
     """``git diff HEAD`` of ``paths`` (binary files included), then each untracked file as an added one."""
-    root = Path(_git("rev-parse", "--show-toplevel", cwd=Path(checkout or PACKAGE_DIR)).strip())
-    diff = _git("diff", "HEAD", "--binary", "--", *paths, cwd=root)
-    for f in _git("ls-files", "--others", "--exclude-standard", "-z", "--", *paths, cwd=root).split("\0"):
+    root = Path(git.run("rev-parse", "--show-toplevel", cwd=Path(checkout or PACKAGE_DIR)).strip())
+    diff = git.run("diff", "HEAD", "--binary", "--", *paths, cwd=root)
+    for f in git.run("ls-files", "--others", "--exclude-standard", "-z", "--", *paths, cwd=root).split("\0"):
         if f:  # git diff --no-index exits 1 when the files differ, which they do
             diff += subprocess.run(
                 ["git", "diff", "--no-index", "--binary", "--", "/dev/null", f],
@@ -106,7 +102,7 @@ def committed_code_provenance(what: str, *, allow_dirty: bool = False, paths=COD
     prov = provenance()
     changes = code_changes(paths, checkout=checkout)
     if changes is not None and checkout is not None:  # the commit of that checkout, not the package's
-        prov["git_commit"] = _git("rev-parse", "HEAD", cwd=Path(checkout)).strip() or None
+        prov["git_commit"] = git.run("rev-parse", "HEAD", cwd=Path(checkout)).strip() or None
     if changes is None or not prov.get("git_commit"):
         if not allow_dirty:
             raise DirtyTreeError(

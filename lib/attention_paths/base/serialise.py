@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Stored", "to_folder", "from_folder", "read_checked", "FolderError"]
+__all__ = ["Stored", "to_folder", "from_folder", "read_checked", "check_arrays", "FolderError"]
 
 _NOTHING = object()  # a value stored wholly in arrays.npz: no summary entry
 
@@ -199,12 +199,25 @@ def from_folder(cls, summary: dict, arrays: dict, folder=None):
             "this code writes"
         )
     summary.pop("format", None)
+    check_arrays(arrays, folder)
     ctx = _Context(folder, arrays, set())
     result = _read_record(cls, summary, (), ctx, json=False, root=True)
     unused = sorted(set(arrays) - ctx.used)
     if unused:
         raise FolderError(f"{_where(folder)}arrays.npz holds arrays no field of {cls.__name__} declares: {unused}")
     return result
+
+
+def check_arrays(arrays: dict, folder=None) -> None:
+    """Every stored array holds real, finite numbers (bool, int or float): a complex, string or object array, or
+    a NaN or infinity, is refused naming the array (no result stores anything else, issue 52)."""
+    for key, a in arrays.items():
+        a = np.asarray(a)
+        if a.dtype.kind not in "biuf":
+            raise FolderError(f"{_where(folder)}arrays.npz: {key!r} holds {a.dtype} values, not real numbers")
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            bad = int(np.size(a) - np.isfinite(a).sum())
+            raise FolderError(f"{_where(folder)}arrays.npz: {key!r} holds {bad} non-finite value(s) (NaN or infinite)")
 
 
 def read_checked(cls, summary: dict, arrays: dict, folder=None):

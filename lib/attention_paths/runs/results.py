@@ -27,6 +27,7 @@ import numpy as np
 from attention_paths.base import config
 from attention_paths.base.io import atomic_write, atomic_write_json, load_json, load_npz
 from attention_paths.base.provenance import code_version
+from attention_paths.base.serialise import check_arrays
 
 __all__ = [
     "SUMMARY",
@@ -93,6 +94,8 @@ def write_files_record(folder, extra: dict | None = None, names=None) -> Path:
     folder = Path(folder)
     if names is None:
         names = [n for n in (SUMMARY, ARRAYS, RESULT) if (folder / n).exists()]
+    if ARRAYS in names:  # a digest never blesses arrays no result stores (complex, strings, NaN)
+        check_arrays(load_npz(folder / ARRAYS), folder)
     record = {**(extra or {}), "format": FORMAT, "files_sha256": {n: _sha256(folder / n) for n in names}}
     return atomic_write_json(folder / FILES, record)
 

@@ -35,7 +35,10 @@ from attention_paths.theory.action import Action, NotPositiveDefiniteError
 from attention_paths.theory.checks import check_count, check_tolerance
 from attention_paths.theory.hessian import energy_hessian_packed, entropy_hessian
 
-__all__ = ["SolveResult", "SolverError", "solve", "solve_continuation", "random_psd_start"]
+__all__ = ["SolveResult", "SolverError", "solve", "solve_continuation", "random_psd_start", "TOLERANCE"]
+
+
+TOLERANCE = 1e-8  # the default of solve(): a stored solve's final gradient is at most this (issue 52)
 
 
 class SolverError(RuntimeError):
@@ -464,7 +467,7 @@ def solve(
     action: Action,
     init: Sequence[np.ndarray] | None = None,
     *,
-    tol: float = 1e-8,
+    tol: float = TOLERANCE,
     max_iter: int | None = None,
     newton_steps: int = 8,
     n_restarts: int = 1,

@@ -119,8 +119,13 @@ def test_a_damaged_record_names_the_file_even_when_resealed(tmp_path):
     file, not a bare JSONDecodeError or KeyError; the ensemble status says the same."""
     folder = _copy("paper-seed2", tmp_path)
     (folder / "record.json").write_text('{"config": {"seed": 2')
-    checkpoints.seal_network_folder(folder)
-    with pytest.raises(ValueError, match=r"network record .*omniglot-paper-seed2/record.json is damaged \(not valid"):
+    damaged = r"network record .*omniglot-paper-seed2/record.json is damaged \(not valid"
+    with pytest.raises(ValueError, match=damaged):  # the sealer refuses to bless it
+        checkpoints.seal_network_folder(folder)
+    seal = json.loads((folder / "files.json").read_text())  # a forged seal instead
+    seal["files_sha256"]["record.json"] = checkpoints.checkpoint_sha256(folder / "record.json")
+    (folder / "files.json").write_text(json.dumps(seal))
+    with pytest.raises(ValueError, match=damaged):
         ensemble_runs.training_status(seeds=(2,), data_dir=tmp_path)
     rec = json.loads((DATA / "omniglot-paper-seed2" / "record.json").read_text())
     rec.pop("exported")
@@ -341,3 +346,33 @@ def test_torchs_short_write_error_is_a_full_disk_and_other_errors_pass(tmp_path,
     with pytest.raises(PermissionError):
         checkpoints._atomic_torch_save({"model": {}}, tmp_path / "last.pt")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            lambda r: r["accuracies"]["test"].update(accuracy=180.0),
+            r"accuracies.test.accuracy = 180.0 is not an accuracy",
+        ),
+        (lambda r: r["accuracies"]["MNIST"].update(accuracy=float("nan")), r"accuracies.MNIST.accuracy = nan"),
+        (lambda r: r["accuracies"]["test"].update(episodes=5), r"accuracies.test.accuracy = .* is not a whole number"),
+        (lambda r: r["accuracies"]["test"].update(se=0.1), r"accuracies.test.se = 0.1 is not the binomial"),
+        (lambda r: r["history"][-1]["val"].update(n=0), r"history\[\d+\].val has 0 episodes"),
+    ],
+)
+def test_a_record_whose_accuracies_contradict_themselves_is_neither_sealed_nor_read(tmp_path, edit, message):
+    """Issue 52: a meta-test accuracy of 180 %, a NaN MNIST accuracy, 5 episodes with the 20,480-episode standard
+    error kept, a wrong standard error, an empty evaluation: the sealer refuses to seal the record, and a forged
+    seal does not get it read."""
+    folder = _copy("paper-seed3", tmp_path)
+    rec = json.loads((folder / "record.json").read_text())
+    edit(rec)
+    (folder / "record.json").write_text(json.dumps(rec))
+    with pytest.raises(ValueError, match=message):
+        checkpoints.seal_network_folder(folder)
+    seal = json.loads((folder / "files.json").read_text())
+    seal["files_sha256"]["record.json"] = checkpoints.checkpoint_sha256(folder / "record.json")
+    (folder / "files.json").write_text(json.dumps(seal))
+    with pytest.raises(ValueError, match=message):
+        checkpoints.committed_checkpoint("paper-seed3", tmp_path)

@@ -11,6 +11,7 @@ import numpy as np
 from attention_paths.base import invariants as inv
 from attention_paths.tasks.markov.task import MAIN_PATHS
 from attention_paths.theory.scores import head_scores
+from attention_paths.theory.solver import TOLERANCE
 
 __all__ = ["check_hmc", "KERNELS"]
 
@@ -26,6 +27,7 @@ def _sweep(folder, name: str, sw, n_paths: int | None = None) -> None:
     inv.accuracy(folder, f"{name}.gp_accuracy", sw.gp_accuracy)
     for what in ("grad_max", "hessian_min_eig", "iterations"):
         inv.finite(folder, f"{name}.{what}", getattr(sw, what), (n,))
+    inv.converged(folder, f"{name}.grad_max", sw.grad_max, TOLERANCE, sw.hessian_min_eig)
 
 
 def _seed_set(folder, k: int, s) -> None:

@@ -13,6 +13,7 @@ import contextlib
 import errno
 import hashlib
 import json
+import math
 import warnings
 from dataclasses import asdict
 from pathlib import Path
@@ -35,6 +36,7 @@ __all__ = [
     "SEAL",
     "SEALED_FILES",
     "seal_network_folder",
+    "check_network_record",
     "verify_network_folder",
     "DiskFullError",
     "checkpoint_precision",
@@ -99,10 +101,35 @@ def _field(data: dict, path: Path, *keys):
     return v
 
 
+def check_network_record(record: dict, path) -> None:
+    """Refuse a network record whose accuracies contradict themselves (issue 52), naming ``path`` and the field:
+    every accuracy of ``accuracies``, ``accuracies_training`` and the training ``history`` finite and in
+    [0, 100] %, of a positive whole number of episodes, a whole number of them correct, and a stored standard
+    error the binomial one of that accuracy and count, ``sqrt(p (1 - p) / n)``."""
+    entries = [(f"{group}.{s}", e) for group in ("accuracies", "accuracies_training") for s, e in
+               (record.get(group) or {}).items() if isinstance(e, dict)]  # fmt: skip
+    for i, h in enumerate(record.get("history") or []):
+        entries += [(f"history[{i}].{s}", e) for s, e in h.items() if isinstance(e, dict) and "accuracy" in e]
+    for name, e in entries:
+        acc, n = e.get("accuracy"), e.get("episodes", e.get("n"))
+        if not isinstance(acc, (int, float)) or isinstance(acc, bool) or not math.isfinite(acc) or not 0 <= acc <= 100:
+            raise ValueError(f"{path}: {name}.accuracy = {acc!r} is not an accuracy in [0, 100] %")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"{path}: {name} has {n!r} episodes, not a positive whole number")
+        if abs(acc * n / 100 - round(acc * n / 100)) > 1e-6:
+            raise ValueError(f"{path}: {name}.accuracy = {acc!r} is not a whole number of {n} episodes correct")
+        if "se" in e and not math.isclose(e["se"], 100 * math.sqrt(acc / 100 * (1 - acc / 100) / n), rel_tol=1e-9):
+            raise ValueError(f"{path}: {name}.se = {e['se']!r} is not the binomial standard error of {acc} % of {n}")
+
+
 def seal_network_folder(folder, reason: str | None = None) -> dict:
     """Write ``folder/files.json``: the SHA-256 of each of :data:`SEALED_FILES` present (``reason``: why the
-    folder was sealed again, e.g. a migration, kept with the digests).  Returns the seal."""
+    folder was sealed again, e.g. a migration, kept with the digests).  A record whose numbers contradict
+    themselves is refused first (:func:`check_network_record`): a seal never blesses bad numbers.  Returns the
+    seal."""
     folder = Path(folder)
+    if (folder / "record.json").exists():
+        check_network_record(read_json(folder / "record.json", "network record"), folder / "record.json")
     seal = {
         "format": SEAL_FORMAT,
         "files_sha256": {f: checkpoint_sha256(folder / f) for f in SEALED_FILES if (folder / f).exists()},
@@ -271,6 +298,7 @@ def committed_checkpoint(name: str, data_dir=None) -> tuple[Path, dict] | None:
         raise ValueError(f"{folder} holds network {name!r} only in part: {' and '.join(half)} missing")
     seal = verify_network_folder(folder)  # model.pt hashed once: its digest is the seal's, just checked
     record = read_json(rec_path, "network record")
+    check_network_record(record, rec_path)
     if seal["files_sha256"]["model.pt"] != _field(record, rec_path, "exported", "sha256"):
         raise ValueError(f"{model} does not match the SHA-256 in its record.json")
     try:

@@ -9,7 +9,9 @@ import numpy as np
 
 from attention_paths.base import invariants as inv
 from attention_paths.tasks.oneshot.data import EVAL_SETS
+from attention_paths.tasks.oneshot.grid import select_temperatures
 from attention_paths.theory.scores import head_scores
+from attention_paths.theory.solver import TOLERANCE
 
 __all__ = ["check_oneshot"]
 
@@ -60,6 +62,7 @@ def check_oneshot(res, folder=None) -> None:
         inv.violation(folder, "panel.head_scores", f"are for heads {heads}, the network record's are {rec}")
     n_paths = int(np.prod(heads))
     inv.order_parameter(folder, "U", res.U, n_paths, (n_t, n_w))
+    inv.converged(folder, "solver.max_grad", (res.solver or {}).get("max_grad"), TOLERANCE)
     if not np.array_equal(res.panel.U, res.U[res.panel.index]):
         inv.violation(folder, "panel.U", "is not the grid's U at the panel's index")
     inv.accuracy(folder, "network_accuracy", list(res.network_accuracy.values()))
@@ -76,6 +79,16 @@ def check_oneshot(res, folder=None) -> None:
             if not np.allclose(np.asarray(axis)[np.asarray(c.index)], c.tau):
                 inv.violation(folder, f"select[{on}][{who}].tau", "is not the temperature at its index")
             _accuracies(folder, f"select[{on}][{who}].accuracy", c.accuracy, np.shape(c.tau))
+            grid = res.grid_accuracy if who == "theory" else res.gp_accuracy
+            if on in grid:  # the selection is the first best temperature on its set: recomputed
+                again = select_temperatures(grid, axis, on)
+                if not np.array_equal(np.asarray(again["index"]), np.asarray(c.index)):
+                    inv.violation(
+                        folder,
+                        f"select[{on}][{who}].index",
+                        f"= {np.asarray(c.index).tolist()} is not the best "
+                        f"temperature on {on}, {np.asarray(again['index']).tolist()}",
+                    )
     n_stack = _panel(folder, res, n_paths, heads)
     if res.paired is not None:
         n_stack = len(inv.finite(folder, "paired.theory", res.paired.theory, (n_stack,)))
@@ -85,6 +98,7 @@ def check_oneshot(res, folder=None) -> None:
             inv.violation(folder, f"sampled[{N}]", f"is at a width not on the grid {widths.tolist()}")
         inv.order_parameter(folder, f"sampled[{N}].U_hat", r.U_hat, n_paths)
         inv.finite(folder, f"sampled[{N}].mean", r.mean, (n_stack,))
-        inv.finite(folder, f"sampled[{N}].mcse", r.mcse, (n_stack,))
+        if np.min(inv.finite(folder, f"sampled[{N}].mcse", r.mcse, (n_stack,))) < 0:
+            inv.violation(folder, f"sampled[{N}].mcse", "holds a negative Monte Carlo standard error")
         for s, e in r.sets.items():
             inv.accuracy(folder, f"sampled[{N}].sets[{s}]", [e["theory"], e["sampled"]])

@@ -36,7 +36,7 @@ from attention_paths.tasks.oneshot.result import SampledRun
 from attention_paths.theory.action import Action
 from attention_paths.theory.architecture import Architecture
 from attention_paths.theory.kernels import PathKernel
-from attention_paths.theory.solver import solve
+from attention_paths.theory.solver import TOLERANCE, solve
 
 __all__ = [
     "OneShotSamplingConfig",
@@ -142,13 +142,16 @@ class OneShotSamplingResult:
             if sorted(int(n) for n in d) != widths:
                 inv.violation(folder, name, f"has widths {sorted(d)}, the config samples {widths}")
         inv.order_parameter(folder, "U_gd", self.U_gd, n_paths)
+        for N, rep in self.solver.items():
+            inv.converged(folder, f"solver[{N}].grad_max", rep.get("grad_max"), TOLERANCE, rep.get("hessian_min_eig"))
         n_eval = (self.data_info or {}).get("n_eval")  # the stacked evaluation sets, n_eval episodes each
         n_stack = len(EVAL_SETS) * int(n_eval) if n_eval else None
         for N, run in self.sampled.items():
             Ut = inv.order_parameter(folder, f"U_theory[{N}]", self.U_theory[N], n_paths)
             Uh = inv.order_parameter(folder, f"sampled[{N}].U_hat", run.U_hat, n_paths)
             n_stack = len(inv.finite(folder, f"sampled[{N}].mean", run.mean, (n_stack,)))
-            inv.finite(folder, f"sampled[{N}].mcse", run.mcse, (n_stack,))
+            if np.min(inv.finite(folder, f"sampled[{N}].mcse", run.mcse, (n_stack,))) < 0:
+                inv.violation(folder, f"sampled[{N}].mcse", "holds a negative Monte Carlo standard error")
             for s, e in run.sets.items():
                 inv.accuracy(folder, f"sampled[{N}].sets[{s}]", [e["theory"], e["sampled"]])
             if _agreement(Uh, Ut) != self.agreement[N]:

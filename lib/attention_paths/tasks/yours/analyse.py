@@ -29,7 +29,7 @@ from attention_paths.theory.architecture import Architecture
 from attention_paths.theory.kernels import PathKernel, gp_kernel, renormalized_kernel
 from attention_paths.theory.predictor import kernel_target_alignment, predict
 from attention_paths.theory.scores import head_labels, head_scores
-from attention_paths.theory.solver import solve_continuation
+from attention_paths.theory.solver import TOLERANCE, solve_continuation
 
 __all__ = [
     "AnalyseConfig",
@@ -171,6 +171,7 @@ class AnalyseResult:
         n_paths = int(np.prod(self.heads))
         inv.order_parameter(folder, "U", self.U, n_paths, (nT, nN))
         inv.order_parameter(folder, "U_gd", self.U_gd, n_paths)
+        inv.converged(folder, "solver.grad_max", self.solver["grad_max"], TOLERANCE)
         for s in self.accuracy:
             inv.accuracy(folder, f"accuracy[{s}]", self.accuracy[s], (nT, nN))
             inv.accuracy(folder, f"gp_accuracy[{s}]", self.gp_accuracy[s], (nT,))

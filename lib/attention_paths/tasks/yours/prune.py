@@ -44,7 +44,7 @@ from attention_paths.theory.action import Action
 from attention_paths.theory.architecture import Architecture
 from attention_paths.theory.kernels import PathKernel
 from attention_paths.theory.scores import head_labels, head_scores
-from attention_paths.theory.solver import solve
+from attention_paths.theory.solver import TOLERANCE, solve
 
 __all__ = ["PruneConfig", "PRUNE", "PruneResult", "run_prune", "prune_summary", "read_prune_run", "PRUNED_TOLERANCE"]
 
@@ -64,6 +64,7 @@ class PruneConfig:
         "n_random": ">= 0",
         "remove": ">= 0",
         "threshold": ">= 0",
+        "seed": ">= 0",
     }
 
     model: str
@@ -150,6 +151,9 @@ class PruneResult:
         curve's point within :data:`PRUNED_TOLERANCE`."""
         n_paths = int(np.prod(self.heads))
         U = inv.order_parameter(folder, "U", self.U, n_paths)
+        inv.converged(
+            folder, "solver.grad_max", self.solver.get("grad_max"), TOLERANCE, self.solver.get("hessian_min_eig")
+        )
         names = head_labels(self.heads)
         again = dict(zip(names, np.concatenate(head_scores(U, self.heads)).tolist()))
         if list(self.scores) != names or not np.allclose(list(self.scores.values()), list(again.values()), rtol=1e-9):
