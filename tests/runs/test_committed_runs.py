@@ -148,6 +148,11 @@ def _cut(a, key, n):
     a[key] = a[key][:n]
 
 
+def _asymmetric(a, key):
+    a[key] = a[key].copy()
+    a[key][0, 1] += 1.0
+
+
 def _nan_first(a, key):
     a[key] = a[key].copy()
     a[key].flat[0] = np.nan
@@ -207,6 +212,20 @@ def _nan_first(a, key):
             lambda s: s["solver"]["500"].update(grad_max=3e-5),
             None,
             r"'solver\[500\].grad_max' = 3e-05 is not a converged solve",
+        ),
+        (
+            "hmc-paper",
+            "hmc",
+            None,
+            lambda a: _asymmetric(a, "kernels_GP"),
+            r"'kernels\[GP\]' is not a symmetric matrix",
+        ),
+        (
+            "hmc-paper",
+            "hmc",
+            None,
+            lambda a: _negate(a, "sample_main_N10_rao-blackwell_mcse"),
+            r"'sampled\[main_N10_rao-blackwell\].mcse' holds a negative value",
         ),
         (
             "omniglot-sampling/paper-network-N500",

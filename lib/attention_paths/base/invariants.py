@@ -21,6 +21,8 @@ __all__ = [
     "increasing",
     "order_parameter",
     "converged",
+    "symmetric",
+    "nonnegative",
     "sorted_by",
     "present",
 ]
@@ -92,6 +94,27 @@ def order_parameter(folder, name: str, U, n_paths: int, lead=()) -> np.ndarray:
         if low < -1e-8 * scale:
             violation(folder, name, f"is not positive semi-definite (smallest eigenvalue {low:.4g})")
     return U
+
+
+def symmetric(folder, name: str, K) -> np.ndarray:
+    """A square matrix (or a stack of them), symmetric to a tolerance relative to its scale (a kernel)."""
+    K = finite(folder, name, K)
+    scale = max(float(np.abs(K).max(initial=0.0)), 1e-300)
+    if (
+        K.ndim < 2
+        or K.shape[-1] != K.shape[-2]
+        or not np.allclose(K, np.swapaxes(K, -1, -2), rtol=0.0, atol=1e-10 * scale)
+    ):
+        violation(folder, name, "is not a symmetric matrix")
+    return K
+
+
+def nonnegative(folder, name: str, a) -> np.ndarray:
+    """Finite and >= 0 everywhere (standard errors, variances)."""
+    a = finite(folder, name, a)
+    if a.size and a.min() < 0:
+        violation(folder, name, f"holds a negative value ({float(a.min()):.4g}), not an error or a variance")
+    return a
 
 
 def converged(folder, name: str, grad_max, tol: float, hessian_min_eig=None) -> None:

@@ -61,8 +61,8 @@ def _sampled(folder, res, key: str, r) -> None:
     P_test = int(res.config.P_test)
     for what in ("mean", "var", "mcse"):
         inv.finite(folder, f"{name}.{what}", getattr(r, what), (P_test,))
-    if (np.asarray(r.var) < 0).any():
-        inv.violation(folder, f"{name}.var", "holds negative variances")
+    for what in ("var", "mcse", "U_hat_mcse"):
+        inv.nonnegative(folder, f"{name}.{what}", getattr(r, what))
 
 
 def check_hmc(res, folder=None) -> None:
@@ -78,6 +78,7 @@ def check_hmc(res, folder=None) -> None:
     n_sub = np.asarray(res.kernel_subset).size
     for k, K in res.kernels.items():
         inv.finite(folder, f"kernels[{k}]", K, (n_sub, n_sub))
+        inv.symmetric(folder, f"kernels[{k}]", K)
     for k, a in res.alignment.items():
         inv.finite(folder, f"alignment[{k}]", a, (None,))
     for key, r in res.sampled.items():
