@@ -122,6 +122,12 @@ class Experiment(Command):
         ``stored(result) -> what the reproduce stage keeps in result.pkl`` (default: the result)
     samples : str or None
         ``samples(result) -> {name: PosteriorSamples}`` written by ``--save-samples`` as ``samples_<name>.npz``
+    committed : str or None
+        a committed run of it, relative to ``data/`` (what the experiment contract test reads and checks)
+    tiny : tuple of (field, value)
+        changes to the quick scale's config that make a run of a few seconds (the contract test runs it where
+        there is no committed run); an experiment with neither is refused by that test, so registering an
+        experiment is all it takes to have it checked
     gpu : bool
         its ``reproduce`` stage asks for a GPU worker
     network_chain : bool
@@ -138,6 +144,8 @@ class Experiment(Command):
     headline: tuple[str, ...] = ()
     stored: str | None = None
     samples: str | None = None
+    committed: str | None = None
+    tiny: tuple = ()
     gpu: bool = False
     network_chain: bool = False
 
@@ -368,6 +376,7 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
             summary=f"{_TOY}:theory_summary",
             reader=f"{_TOY}:read_theory_run",
             configs=f"{_TOY}:THEORY_DEMO",
+            tiny=(("widths", (1000, 10)),),
             headline=(
                 "experiment",
                 "scale",
@@ -386,6 +395,7 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
             summary=f"{_TOY}:posterior_summary",
             reader=f"{_TOY}:read_posterior_run",
             configs=f"{_TOY}:POSTERIOR_CHECK",
+            tiny=(("widths", (10,)), ("full_widths", ()), ("num_chains", 1), ("num_warmup", 20), ("num_samples", 20)),
             headline=("experiment", "scale", "wall_seconds"),
             gpu=True,
         ),
@@ -398,6 +408,7 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
             summary=f"{_MARKOV}:markov_summary",
             reader=f"{_MARKOV}:read_markov_run",
             configs=f"{_MARKOV}:MARKOV_EXPERIMENT",
+            committed="hmc-paper",
             claims=f"{_MARKOV}:markov_claims",
             tables=(f"{_MARKOV}:format_sweep", f"{_MARKOV}:format_sampling", f"{_MARKOV}:format_seed_sets"),
             headline=("experiment", "scale", "theory_seconds", "claims", "wall_seconds"),
@@ -425,6 +436,7 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
             summary=f"{_ONESHOT}:oneshot_summary",
             reader=f"{_ONESHOT}:read_oneshot_run",
             configs=f"{_ONESHOT}:ONESHOT_EXPERIMENT",
+            committed="omniglot-theory/paper-sizes-paper-network",
             claims=f"{_ONESHOT}:oneshot_claims",
             tables=(f"{_ONESHOT}:format_selection",),
             headline=(
@@ -468,6 +480,7 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
             summary=f"{_ONESHOT}.sampling_run:oneshot_sampling_summary",
             reader=f"{_ONESHOT}.sampling_run:read_oneshot_sampling_run",
             configs=f"{_ONESHOT}.sampling_run:ONESHOT_SAMPLING",
+            committed="omniglot-sampling/paper-3x3-network-N10",
             claims=f"{_ONESHOT}.sampling_run:sampling_run_claims",
             headline=("experiment", "scale", "config", "agreement", "seconds", "claims", "wall_seconds"),
             samples=f"{_EXPERIMENTS}:oneshot_samples",
@@ -482,6 +495,7 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
             summary=f"{_PRUNING}:pruning_summary",
             reader=f"{_PRUNING}:read_pruning_run",
             configs=f"{_PRUNING}:PRUNING_EXPERIMENT",
+            committed="pruning/paper-network",
             claims=f"{_PRUNING}:pruning_claims",
             tables=(f"{_PRUNING}:format_table", f"{_PRUNING}:format_statistics"),
             headline=(
@@ -512,6 +526,7 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
             summary=f"{_YOURS}.analyse:analyse_summary",
             reader=f"{_YOURS}.analyse:read_analyse_run",
             configs=f"{_YOURS}.analyse:ANALYSE",
+            tiny=(("widths", (10, 1000)), ("taus", (0.5,))),
             headline=("experiment", "scale", "config", "heads", "network_accuracy", "seconds", "wall_seconds"),
         ),
         Experiment(
@@ -524,6 +539,7 @@ EXPERIMENTS: dict[str, Experiment] = {  # in the book's order
             summary=f"{_YOURS}.prune:prune_summary",
             reader=f"{_YOURS}.prune:read_prune_run",
             configs=f"{_YOURS}.prune:PRUNE",
+            tiny=(("n_random", 5),),
             headline=("experiment", "scale", "config", "heads", "scores", "removed", "pruned_check", "wall_seconds"),
         ),
     )
