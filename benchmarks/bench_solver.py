@@ -28,11 +28,18 @@ import argparse
 import platform
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 
 import attention_paths as ap
+from attention_paths.runs import experiments
 from attention_paths.tasks import toy
+from attention_paths.tasks.omniglot.data import DatasetMissingError
+from attention_paths.tasks.omniglot.training import load_network
+from attention_paths.tasks.oneshot.data import training_episodes
+
+NETWORK_RUN = Path(__file__).resolve().parents[1] / "data" / "omniglot-theory" / "paper-sizes-paper-2x8-network"
 
 
 def make_features(P, n0, T, heads, form, readout, seed=0):
@@ -135,6 +142,19 @@ def case_hessian(heads, max_bytes, P=600, N=100, tau=0.5):
     return dict(paths=int(np.prod(heads)), seconds=dt, peak_MiB=mem, n=H.shape[0]), H
 
 
+def network_features():
+    """The committed 2 x 8 network's path features on its theory run's own training episodes, with their labels
+    and the committed U* at the panel point (N = 10, tau = 0.5); ``None`` when the Omniglot data are not at hand
+    (``ATTENTION_PATHS_DATA``)."""
+    res = experiments.load_run(NETWORK_RUN, "omniglot-theory", required=True)
+    net, _ = load_network(res.config["network"])
+    try:
+        episodes = training_episodes(res.network_record, res.config)
+    except DatasetMissingError:
+        return None
+    return ap.from_torch(net, episodes), episodes.y.astype(float), res.panel.U
+
+
 def _solve_case(feats, y, heads, N, tau, method, init=None, hint=None):
     """One solve (no restarts, Hessian verified) with its time and peak memory."""
     k = ap.PathKernel(feats)
@@ -178,6 +198,22 @@ def architectures(with_old: bool = True, growth: bool = True):
                 _row(label, "bfgs", new, dt_new, mem_new, f"{dt_old / dt_new:.1f}x faster; max|dU|/|U| {dU:.1e}")
             else:
                 _row(label, "bfgs", new, dt_new, mem_new, f"[{mode}]")
+    # the 2 x 8 network's own features, where U* lies far from the GP point (the hardest cold start)
+    net = network_features()
+    if net is None:
+        print("P=600 2x8 network N=10  (skipped: no Omniglot data; set ATTENTION_PATHS_DATA)", flush=True)
+    else:
+        feats, y, U_star = net
+        label = f"P={feats.shape[0]} 2x8 network N=10"
+        new, dt_new, mem_new, mode = _solve_case(feats, y, (8, 8), 10, 0.5, "bfgs")
+        dU = float(np.abs(new.U - U_star).max() / np.abs(U_star).max())
+        if with_old:
+            old, dt_old, mem_old, _ = _solve_case(feats, y, (8, 8), 10, 0.5, "lbfgs-newton")
+            _row(label, "lbfgs-newton", old, dt_old, mem_old, f"[{mode}] the network's features")
+            note = f"{dt_old / dt_new:.1f}x faster; max|dU|/|U*| {dU:.1e} (committed)"
+            _row(label, "bfgs", new, dt_new, mem_new, note)
+        else:
+            _row(label, "bfgs", new, dt_new, mem_new, f"[{mode}] max|dU|/|U*| {dU:.1e} (committed U*)")
     # a continuation over the paper's widths at 64 paths: each solve warm-started with its neighbour's Hessian
     feats, y = make_features(600, 192, 48, (8, 8), "QK", "mean")
     widths = [10000, 5000, 2000, 1000, 500, 200, 100, 50, 20, 10]

@@ -70,6 +70,31 @@ def test_packed_energy_hessian_equals_the_four_index_reference(heads):
     np.testing.assert_allclose(hess.energy_hessian_packed(act, U1), ref, rtol=0, atol=1e-12 * np.abs(ref).max())
 
 
+@pytest.mark.parametrize("heads", [(2, 3), (2, 2, 2)])
+def test_the_fit_part_of_the_energy_hessian_is_the_data_terms_curvature(heads):
+    """``energy_hessian_fit`` (the solver's starting model) against torch autodiff of ``Y^T (K^U + tau I)^-1 Y``
+    in packed coordinates; positive semidefinite, and the full energy Hessian minus it is the log-determinant's
+    curvature, negative semidefinite."""
+    act = _action(heads, n0=8, P=25)
+    D = act.arch.dims[0]
+    U1 = random_spd(D, np.random.default_rng(3))
+    X = torch.as_tensor(act.kernel.X)
+    ia, ib = act.packing.triu[0]
+
+    def fit(u):
+        U = torch.zeros((D, D), dtype=torch.float64).index_put((torch.as_tensor(ia), torch.as_tensor(ib)), u)
+        U = U + U.T - torch.diag(torch.diagonal(U))
+        K = torch.einsum("pia,ab,qib->pq", X, U, X) + act.tau * torch.eye(act.kernel.P, dtype=torch.float64)
+        y = torch.as_tensor(act.y)
+        return y @ torch.linalg.solve(K, y)
+
+    ref = torch.autograd.functional.hessian(fit, torch.as_tensor(act.packing.pack([U1]))).numpy()
+    F = hess.energy_hessian_fit(act, U1)
+    np.testing.assert_allclose(F, ref, rtol=0, atol=1e-11 * np.abs(ref).max())
+    assert np.linalg.eigvalsh(F)[0] >= -1e-12 * np.abs(F).max()
+    assert np.linalg.eigvalsh(hess.energy_hessian_packed(act, U1) - F)[-1] <= 1e-12 * np.abs(F).max()
+
+
 def test_reference_and_analytic_hessians_agree_to_the_differences_accuracy():
     act = _action((2, 3), tau=0.2)
     Us = [random_spd(D, np.random.default_rng(7)) for D in act.arch.dims]

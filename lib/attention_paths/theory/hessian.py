@@ -26,7 +26,7 @@ from scipy.linalg import blas
 from attention_paths.base.threads import blas_threads_for_work
 from attention_paths.theory.matrices import NotPositiveDefiniteError, logdet_inv, partial_trace
 
-__all__ = ["entropy_hessian", "energy_hessian_packed", "action_hessian"]
+__all__ = ["entropy_hessian", "energy_hessian_packed", "energy_hessian_fit", "action_hessian"]
 
 
 def _fold_kron(pk, l: int, X, Y) -> np.ndarray:
@@ -39,6 +39,11 @@ def _fold_kron(pk, l: int, X, Y) -> np.ndarray:
     def g(M, r, c):  # M[r_k, c_m] over all (k, m): a row gather, then a column gather
         return np.take(np.take(M, r, axis=0), c, axis=1)
 
+    if X is Y:  # the four orientations pair up: half the gathers and products
+        out = g(X, b, a) * g(X, a, b)
+        out *= 1.0 + np.outer(w, w)
+        out += (g(X, a, a) * g(X, b, b)) * np.add.outer(w, w)
+        return out
     out = g(X, b, a) * g(Y, a, b)
     out += (g(X, b, b) * g(Y, a, a)) * w[None, :]
     out += (g(X, a, a) * g(Y, b, b)) * w[:, None]
@@ -147,29 +152,59 @@ def energy_hessian_packed(action, U1) -> np.ndarray:
         return _energy_hessian_packed(action, U1)
 
 
-def _energy_hessian_packed(action, U1) -> np.ndarray:
-    kernel = action.kernel
-    P, N0, Pi = kernel.P, kernel.N0, kernel.n_paths
-    K = kernel.kernel(U1)
+def _factor(action, U1):
+    """The Cholesky factor ``L`` of ``K^U + tau I`` (lower) and ``beta = (K^U + tau I)^{-1} Y``."""
+    K = action.kernel.kernel(U1)
     K[np.diag_indices_from(K)] += action.tau
     try:
         Lc = linalg.cholesky(K, lower=True, check_finite=False)
     except linalg.LinAlgError:
         raise NotPositiveDefiniteError("K^U + tau I is not positive definite (is U positive semidefinite?)") from None
-    beta = linalg.cho_solve((Lc, True), action.y, check_finite=False)
-    # Z[p, a, i] = (L^{-1} X_a)[p, i], path-major so that each path's block is contiguous
-    Xp = np.ascontiguousarray(kernel.X.transpose(0, 2, 1)).reshape(P, Pi * N0)
-    Z = linalg.solve_triangular(Lc, Xp, lower=True, check_finite=False)
-    g = (Xp.T @ beta).reshape(Pi, N0)  # g[a] = X_a^T beta
-    # W[a, b, c, d] = g_a^T Q_bc g_d = <Y[:, b, a], Y[:, c, d]> with Y[p, c, d] = (Z_c g_d)_p; folded over the
-    # orientations of (a <= b) and (c <= d) at the level of Y: F = Yr^T Yc
-    Y = Z.reshape(P, Pi, N0) @ g.T  # [P, c, d]
+    return Lc, linalg.cho_solve((Lc, True), action.y, check_finite=False)
+
+
+def _fit_fold(Y) -> np.ndarray:
+    """``F + F^T`` folded to packed coordinates from ``Y[p, c, d] = (L^{-1} X_c X_d^T beta)_p`` [P, Pi, Pi]:
+    ``F[(a,b),(c,d)] = beta^T C^ab A C^cd beta = <Y[:, b, a], Y[:, c, d]>`` summed over the orientations of
+    ``(a <= b)`` and ``(c <= d)`` at the level of ``Y`` (``F = Yr^T Yc``)."""
+    Pi = Y.shape[1]
     pa, pb = np.triu_indices(Pi)
     w_r = (pa != pb).astype(float)
     Yr = Y[:, pb, pa] + w_r * Y[:, pa, pb]
     Yc = Y[:, pa, pb] + w_r * Y[:, pb, pa]
     F = Yr.T @ Yc
-    del Y, Yr, Yc
+    return F + F.T
+
+
+def energy_hessian_fit(action, U1) -> np.ndarray:
+    """The data-fit part of :func:`energy_hessian_packed`: the curvature of ``Y^T (K^U + tau I)^{-1} Y``,
+    ``beta^T C^ab A C^cd beta + beta^T C^cd A C^ab beta`` in packed coordinates [n_1, n_1].
+
+    Positive semidefinite (it is ``2 J^T A J`` with ``J = dK beta``) and cheap: ``O(P N0 Pi^2 + P^2 Pi^2)``,
+    one evaluation's cost, against the ``Pi^4 N0^2`` of the full energy Hessian, whose other part
+    ``-Tr(A C^cd A C^ab)`` (the log-determinant's, negative semidefinite) it leaves out.  The solver starts its
+    model of the energy's curvature from it when no neighbouring solve hands one on.
+    """
+    kernel = action.kernel
+    P, Pi = kernel.P, kernel.n_paths
+    Lc, beta = _factor(action, U1)
+    g = kernel.project(beta)  # [N0, Pi]
+    W = np.matmul(kernel.X.transpose(0, 2, 1), g)  # W[p, c, d] = (X_c g_d)_p, g_d = X_d^T beta
+    Y = linalg.solve_triangular(Lc, W.reshape(P, Pi * Pi), lower=True, check_finite=False)
+    return _fit_fold(Y.reshape(P, Pi, Pi))
+
+
+def _energy_hessian_packed(action, U1) -> np.ndarray:
+    kernel = action.kernel
+    P, N0, Pi = kernel.P, kernel.N0, kernel.n_paths
+    Lc, beta = _factor(action, U1)
+    # Z[p, a, i] = (L^{-1} X_a)[p, i], path-major so that each path's block is contiguous
+    Xp = np.ascontiguousarray(kernel.X.transpose(0, 2, 1)).reshape(P, Pi * N0)
+    Z = linalg.solve_triangular(Lc, Xp, lower=True, check_finite=False)
+    g = (Xp.T @ beta).reshape(Pi, N0)  # g[a] = X_a^T beta
+    F = _fit_fold(Z.reshape(P, Pi, N0) @ g.T)  # Y[p, c, d] = (Z_c g_d)_p
+    pa, pb = np.triu_indices(Pi)
+    w_r = (pa != pb).astype(float)
     # the [N0, N0] blocks' symmetric and antisymmetric parts, packed so that <S, S'> and <A, A'> are dot products
     iu, ju = np.triu_indices(N0)
     is_, js_ = np.triu_indices(N0, 1)
@@ -209,7 +244,7 @@ def _energy_hessian_packed(action, U1) -> np.ndarray:
     two = term(SS, AA, pb, pa, pb, pa)  # (a, b, d, c): <Q_bd, Q_ac>
     T1 = one * (1.0 + np.outer(w_r, w_r)) + two * np.add.outer(w_r, w_r)
     del one, two, SS, AA
-    return -T1 + F + F.T
+    return F - T1
 
 
 def action_hessian(action, Us) -> np.ndarray:

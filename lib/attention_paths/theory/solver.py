@@ -2,14 +2,17 @@
 
 Two methods reach the same minimum (tests pin them to each other):
 
-* ``"bfgs"`` (the default): quasi-Newton steps in the packed upper-triangular coordinates of the ``U_l``,
-  its metric started from the **exact** Hessian (:mod:`~attention_paths.theory.hessian`) and refined by BFGS
-  updates, with a backtracking line search that keeps every iterate positive definite.  The exact Hessian
-  comes from the previous solve of a continuation (``hessian=``, what :func:`solve_continuation` passes
-  along), else it is computed at the starting point.  At the point where the gradient meets the
-  tolerance the exact Hessian is computed once more: it is the stability certificate (positive definite on
-  symmetric directions), and one Newton step with it polishes the gradient to rounding.  One Hessian and a
-  handful of gradients per solve of a continuation, instead of the 60-130 gradients of L-BFGS.
+* ``"bfgs"`` (the default): structured quasi-Newton steps in the packed upper-triangular coordinates of the
+  ``U_l`` (:func:`_quasi_newton`): the entropy's Hessian exact at every step, the energy's modelled.  The model
+  starts from the previous solve's exact energy Hessian in a continuation (``hessian_hint=``, what
+  :func:`solve_continuation` passes along), else from the cheap data-fit part of the exact one
+  (:func:`~attention_paths.theory.hessian.energy_hessian_fit`); it is refined by rank-two updates and
+  replaced by the exact energy Hessian only where convergence turns linear.  Steps keep every iterate
+  positive definite (a shrink of at most a half and a growth of at most threefold per step, in each
+  ``U_l``'s own metric).  At the point where the gradient meets the tolerance the exact Hessian
+  (:mod:`~attention_paths.theory.hessian`) is computed once more: it is the stability certificate (positive
+  definite on symmetric directions), and Newton steps with it polish the gradient to rounding.  One or two
+  exact Hessians and 10-20 gradients per cold solve, instead of the 60-150 gradients of L-BFGS.
 * ``"lbfgs-newton"`` (the method before issue 48, kept as the reference): L-BFGS in Cholesky variables
   ``U_l = L_l L_l^T`` started from the GP point or a warm start, then Newton polishing with the Hessian of
   :meth:`Action.hessian` in its reference form (energy part from the 4-index formula, entropy part by
@@ -33,7 +36,7 @@ from attention_paths.base.progress import progress_bar
 from attention_paths.base.threads import blas_threads_for
 from attention_paths.theory.action import Action, NotPositiveDefiniteError
 from attention_paths.theory.checks import check_count, check_tolerance
-from attention_paths.theory.hessian import energy_hessian_packed, entropy_hessian
+from attention_paths.theory.hessian import energy_hessian_fit, energy_hessian_packed, entropy_hessian
 
 __all__ = ["SolveResult", "SolverError", "solve", "solve_continuation", "random_psd_start", "TOLERANCE"]
 
@@ -55,16 +58,16 @@ class SolveResult:
     Ua : closed-form readout overlap at the minimum
     action : reduced action ``S`` at the minimum
     grad_max : ``max_l max |dS/dU_l| / N_max`` at the minimum
-    n_iter : L-BFGS iterations plus Newton steps
-    n_newton : Newton steps
+    n_iter : quasi-Newton steps (L-BFGS iterations for ``"lbfgs-newton"``) plus Newton steps
+    n_newton : Newton steps (for ``"bfgs"``, those taken with the certificate Hessian)
     converged : whether ``grad_max <= tol`` and the Hessian is positive definite
     hessian_min_eig : smallest eigenvalue of the Hessian of ``S / N_max`` (packed coordinates)
     restarts : actions and distances of the verification restarts
     method : ``"bfgs"`` or ``"lbfgs-newton"`` (module docstring)
     n_grad : evaluations of the action and its gradient
     n_hessian : exact Hessians computed (the certificate included)
-    certificate_step : for ``"bfgs"``, ``max |dU|`` of the Newton step taken after the certificate Hessian
-        was computed (the certificate holds at ``U`` minus that step; 0 when no step was taken)
+    certificate_step : for ``"bfgs"``, ``max |dU|`` between the point where the certificate Hessian was
+        computed and the returned ``U`` (the Newton steps' polish, typically 1e-7; 0 when none was taken)
     hessian : the certificate Hessian of ``S / N_max`` [n, n] (packed coordinates), handed to the next solve
         of a continuation; ``None`` when not computed.  Not part of :meth:`summary`
     energy_hessian : its energy part, unscaled (packed [n_1, n_1]): the ``hessian_hint`` of a nearby solve
@@ -284,20 +287,25 @@ def _shifted_solve(H, g):
     raise SolverError("no positive-definite shift of the Hessian model found")
 
 
-STEP_CAP = 0.5
+STEP_CAP = 0.5  # the most a step may shrink any U_l, in its own metric
+GROW_CAP = 3.0  # the most a step may grow any U_l, in its own metric
 
 
-def _step_cap(action: Action, Us, d, most: float = 0.5) -> float:
-    """The largest ``t <= 1`` for which every ``U_l`` changes by at most ``most`` in its own metric,
-    ``|| L_l^{-1} t dU_l L_l^{-T} ||_2 <= most`` (``U_l = L_l L_l^T``): the step stays well inside the
-    positive-definite cone, where the entropy's log-determinants keep the quadratic model meaningful."""
+def _step_cap(action: Action, Us, d, most: float = STEP_CAP, grow: float = GROW_CAP) -> float:
+    """The largest ``t <= 1`` for which every ``U_l`` shrinks by at most ``most`` and grows by at most ``grow``
+    in its own metric: the eigenvalues of ``L_l^{-1} t dU_l L_l^{-T}`` (``U_l = L_l L_l^T``) lie in
+    ``[-most, grow]``.  A step stays well inside the positive-definite cone, where the entropy's
+    log-determinants keep the quadratic model meaningful, while an order parameter that must grow far from
+    the GP point (tenfold and more at small widths) gets there in a few steps."""
     t = 1.0
     for U, dU in zip(Us, action.packing.unpack(d)):
         Lc = linalg.cholesky(U, lower=True, check_finite=False)
         M = linalg.solve_triangular(Lc, linalg.solve_triangular(Lc, dU, lower=True).T, lower=True)
-        rho = float(np.abs(np.linalg.eigvalsh(0.5 * (M + M.T))).max())
-        if rho * t > most:
-            t = most / rho
+        w = np.linalg.eigvalsh(0.5 * (M + M.T))
+        if -w[0] * t > most:
+            t = most / -w[0]
+        if w[-1] * t > grow:
+            t = grow / w[-1]
     return t
 
 
@@ -305,11 +313,12 @@ def _quasi_newton(ev: _Evaluator, point: _Point, B_E, tol: float, max_iter: int)
     """Structured quasi-Newton steps from ``point`` until ``max |dS/dU| / N <= tol``.
 
     The metric is the entropy's Hessian, exact at every iterate (cheap: ``O(D^4)``), plus a model ``B_E`` of
-    the energy's: it starts from a neighbouring solve's exact energy Hessian (or zero), follows the energy
-    gradient's changes by Powell's symmetric Broyden updates, and is replaced by the exact energy Hessian at
-    the current point when the gradient falls by less than a factor 3 over two steps (linear convergence:
-    the model is stale).  Each step is capped so that no ``U_l`` changes by more than half in its own metric
-    (:func:`_step_cap`), then halved until it is accepted: on sufficient decrease (Armijo, 1e-4) or, where
+    the energy's: it starts from ``B_E`` (a neighbouring solve's exact energy Hessian, or the data-fit part of
+    the exact one here), follows the energy gradient's changes by Powell's symmetric Broyden updates, and is
+    replaced by the exact energy Hessian at the current point when the gradient falls by less than a factor 3
+    over two whole steps (linear convergence: the model is stale).  Each step is capped so that no ``U_l``
+    shrinks by more than half or grows more than threefold in its own metric (:func:`_step_cap`), then halved
+    until it is accepted: on sufficient decrease (Armijo, 1e-4) or, where
     the action's rounding hides the decrease, when the action is level to 1e-12 and the gradient smaller.
     Returns the last accepted point, the model, the number of steps and of exact Hessians computed.
     """
@@ -340,7 +349,7 @@ def _quasi_newton(ev: _Evaluator, point: _Point, B_E, tol: float, max_iter: int)
         slope = float(point.g @ d)
         if not slope < 0:
             break
-        t, accepted = _step_cap(action, point.Us, d, STEP_CAP), None
+        t, accepted = _step_cap(action, point.Us, d), None
         while t > 1e-10:
             trial = ev(point.u + t * d)
             if trial is not None:
@@ -388,21 +397,15 @@ def _min_eigenvalue(H):
     return float(linalg.eigh(H, eigvals_only=True, subset_by_index=[0, 0], driver="evr")[0]), factor
 
 
-def _bfgs_solve(action: Action, Us0, tol: float, max_iter: int, energy_hint=None, certify: bool = True):
-    """The default method (module docstring).  Returns ``(Us, S, grads, n_steps, n_newton, extra)`` with
-    ``extra`` holding the certificate: the scaled Hessian, its smallest eigenvalue, the energy Hessian, the
-    polishing step's size and the counts of gradients and Hessians."""
-    ev = _Evaluator(action)
-    pk = action.packing
-    point = ev(pk.pack(Us0))
-    if point is None:
-        raise NotPositiveDefiniteError("the starting point is outside the positive-definite cone")
-    n_hess, steps = 0, 0
-    # without a neighbour's energy Hessian the model starts from zero: the first steps are Newton steps of the
-    # entropy, and the rank-one updates learn the energy's curvature along the way (fewer gradients and one
-    # Hessian fewer than starting from the exact Hessian at a cold start: benchmarks/README.md)
-    B_E = energy_hint if energy_hint is not None else np.zeros((pk.sizes[0],) * 2)
-    for attempt in range(3):
+POLISHED = 1e-4  # the certificate's Newton steps stop at this fraction of tol (1e-12 at the default)
+
+
+def _descend(ev: _Evaluator, point: _Point, B_E, tol: float, max_iter: int):
+    """Quasi-Newton steps (:func:`_quasi_newton`) to ``tol``; should they stall, again from the exact energy
+    Hessian at the point reached (at most twice).  Returns ``(point, B_E, steps, exact Hessians)``."""
+    action = ev.action
+    steps, n_hess = 0, 0
+    for _ in range(3):
         if B_E is None:
             B_E = energy_hessian_packed(action, point.Us[0])
             n_hess += 1
@@ -412,29 +415,71 @@ def _bfgs_solve(action: Action, Us0, tol: float, max_iter: int, energy_hint=None
         if _grad_max(action, point.grads) <= tol or steps >= max_iter:
             break
         B_E = None  # the model stalled: the exact energy Hessian here
-    Us, S, grads = point.Us, point.S, point.grads
+    return point, B_E, steps, n_hess
+
+
+def _polish(ev: _Evaluator, point: _Point, factor, tol: float, most: int = 4):
+    """Newton steps with the certificate's Cholesky ``factor`` from ``point`` while each lowers the gradient,
+    until it is within ``POLISHED * tol`` or a step lowers it less than tenfold (rounding reached).  Returns the
+    last point and the number of steps taken."""
+    action, nn = ev.action, 0
+    for _ in range(most):
+        g0 = _grad_max(action, point.grads)
+        if g0 <= POLISHED * tol:
+            break
+        trial = ev(point.u - linalg.cho_solve(factor, point.g, check_finite=False))
+        if trial is None or not _grad_max(action, trial.grads) < g0:
+            break
+        point, nn = trial, nn + 1
+        if _grad_max(action, trial.grads) > 0.1 * g0:
+            break
+    return point, nn
+
+
+def _bfgs_solve(action: Action, Us0, tol: float, max_iter: int, energy_hint=None, certify: bool = True):
+    """The default method (module docstring).  Returns ``(Us, S, grads, n_steps, n_newton, extra)`` with
+    ``extra`` holding the certificate: the scaled Hessian, its smallest eigenvalue, the energy Hessian, how far
+    the Newton steps taken with it moved ``U`` and the counts of gradients and Hessians."""
+    ev = _Evaluator(action)
+    pk = action.packing
+    point = ev(pk.pack(Us0))
+    if point is None:
+        raise NotPositiveDefiniteError("the starting point is outside the positive-definite cone")
+    # without a neighbour's energy Hessian the model starts from the data-fit part of the exact one (cheap, one
+    # evaluation's cost); the rank-two updates learn the log-determinant's part along the way (one exact
+    # Hessian fewer than starting from the exact Hessian or from zero: benchmarks/README.md)
+    B_E = energy_hint if energy_hint is not None else energy_hessian_fit(action, point.Us[0])
+    point, B_E, steps, n_hess = _descend(ev, point, B_E, tol, max_iter)
     extra = {"n_grad": ev.n, "n_hessian": n_hess, "step": 0.0, "hessian": None, "min_eig": None, "energy": None}
     if not certify:
-        return Us, S, grads, steps, 0, extra
-    # the certificate: the exact Hessian where the gradient met the tolerance, then one Newton step with it
-    try:
-        H_E = energy_hessian_packed(action, Us[0])
-    except NotPositiveDefiniteError:
-        return Us, S, grads, steps, 0, extra
-    H = _embed_energy(action, entropy_hessian(action, Us), H_E) * ev.scale
-    extra["n_hessian"] = n_hess + 1
-    H = 0.5 * (H + H.T)
-    extra["hessian"], extra["energy"] = H, H_E
-    extra["min_eig"], factor = _min_eigenvalue(H)
+        return point.Us, point.S, point.grads, steps, 0, extra
+    # the certificate: the exact Hessian where the gradient met the tolerance, then Newton steps with it to
+    # rounding (``certificate_step`` records how far they moved U); should they leave the gradient above tol
+    # (they lower it or are refused), quasi-Newton steps with it as the model and a new certificate there
     nn = 0
-    if factor is not None:
-        trial = ev(point.u - linalg.cho_solve(factor, point.g, check_finite=False))
-        if trial is not None and _grad_max(action, trial.grads) < _grad_max(action, grads):
-            extra["step"] = max(float(np.abs(a - b).max()) for a, b in zip(trial.Us, Us))
-            Us, S, grads = trial.Us, trial.S, trial.grads
-            nn = 1
-    extra["n_grad"] = ev.n
-    return Us, S, grads, steps, nn, extra
+    for attempt in range(2):
+        try:
+            H_E = energy_hessian_packed(action, point.Us[0])
+        except NotPositiveDefiniteError:
+            break
+        H = _embed_energy(action, entropy_hessian(action, point.Us), H_E) * ev.scale
+        n_hess += 1
+        H = 0.5 * (H + H.T)
+        extra["hessian"], extra["energy"] = H, H_E
+        extra["min_eig"], factor = _min_eigenvalue(H)
+        if factor is None:
+            break
+        at = point
+        point, k = _polish(ev, point, factor, tol)
+        nn += k
+        extra["step"] = max(float(np.abs(a - b).max()) for a, b in zip(point.Us, at.Us))
+        if _grad_max(action, point.grads) <= tol or attempt == 1 or steps >= max_iter:
+            break
+        point, _, k, n_exact = _descend(ev, point, H_E, tol, max_iter - steps)
+        steps += k
+        n_hess += n_exact
+    extra["n_grad"], extra["n_hessian"] = ev.n, n_hess
+    return point.Us, point.S, point.grads, steps, nn, extra
 
 
 def _checked_settings(action, tol, max_iter, newton_steps, n_restarts, method, hint):
