@@ -47,8 +47,8 @@ def main():
     print(f"{'extraction (P + 4 x 1000 episodes)':<34}{t_extract:9.1f}")
     print(f"{'packed path-Gram tensor':<34}{t_gram:9.1f}")
     print(
-        f"{'grid, continuation':<34}{grid['seconds']:9.1f}{grid['seconds'] / n:14.2f}"
-        f"{grid['solver']['n_iter'].mean():13.1f}{grid['solver']['grad_max'].max():10.1e}"
+        f"{'grid, continuation':<34}{grid.seconds:9.1f}{grid.seconds / n:14.2f}"
+        f"{grid.n_iter.mean():13.1f}{grid.grad_max.max():10.1e}"
     )
     if args.cold:
         t0, iters = time.perf_counter(), []

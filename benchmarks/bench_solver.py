@@ -193,7 +193,7 @@ def architectures(with_old: bool = True, growth: bool = True):
             new, dt_new, mem_new, mode = _solve_case(feats, y, heads, N, 0.5, "bfgs")
             if with_old:
                 old, dt_old, mem_old, _ = _solve_case(feats, y, heads, N, 0.5, "lbfgs-newton")
-                dU = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(new.Us, old.Us))
+                dU = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(new.Us, old.Us, strict=True))
                 _row(label, "lbfgs-newton", old, dt_old, mem_old, f"[{mode}]")
                 _row(label, "bfgs", new, dt_new, mem_new, f"{dt_old / dt_new:.1f}x faster; max|dU|/|U| {dU:.1e}")
             else:

@@ -271,3 +271,20 @@ def test_the_results_format_knows_no_experiment():
         if exp.reader is not None:
             read, summarize = exp.resolve("reader"), exp.resolve("summary")
             assert read.__module__ == summarize.__module__, (name, read.__module__, summarize.__module__)
+
+
+def test_no_function_is_over_80_lines_and_those_over_60_say_why():
+    """Issue 50: a function of the package is at most 80 lines, docstring included, and one of more than 60 says
+    in its docstring why it is long (a sentence starting "Long:")."""
+    too_long, unexplained = [], []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                where = f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name} ({n} lines)"
+                if n > 80:
+                    too_long.append(where)
+                elif n > 60 and "Long:" not in (ast.get_docstring(node) or ""):
+                    unexplained.append(where)
+    assert not too_long, f"functions over 80 lines: {too_long}"
+    assert not unexplained, f"functions over 60 lines without a 'Long:' reason in their docstring: {unexplained}"

@@ -190,7 +190,9 @@ def _sampling_budget(args, parser) -> dict | None:
     if not args.sampling:
         return {"kind": args.sampler} if args.sampler else None
     try:
-        budget = dict(zip(("num_chains", "num_warmup", "num_samples"), (int(v) for v in args.sampling.split(","))))
+        budget = dict(
+            zip(("num_chains", "num_warmup", "num_samples"), (int(v) for v in args.sampling.split(",")), strict=False)
+        )
     except ValueError:
         parser.error(f"--sampling must be CHAINS,WARMUP,SAMPLES (integers), got {args.sampling!r}")
     if len(budget) != 3 or len(args.sampling.split(",")) != 3:
@@ -245,6 +247,23 @@ def _seeds(value: str | None, parser) -> tuple[int, ...] | None:
     return seeds
 
 
+def _dask_client(args) -> tuple:
+    """``(client, cluster)`` for ``--scheduler`` or ``--workers`` > 1 (``cluster`` is the local one made here,
+    else ``None``); ``(None, None)`` to run in this process."""
+    if not (args.scheduler or args.workers > 1):
+        return None, None
+    from distributed import Client, LocalCluster  # optional dependency (dask.distributed), only for clusters
+
+    cluster = None
+    if args.scheduler:
+        client = _connect(Client, args.scheduler)
+    else:
+        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0")
+        client = Client(cluster)
+    print(f"running on Dask: {client}", file=sys.stderr)
+    return client, cluster
+
+
 def _reproduce(args, scale, out, parser, budget) -> int:
     # loaded here, after the arguments are checked: the stages import dask, torch, scipy and the tasks
     from attention_paths.runs.pipeline import run_pipeline, status_table
@@ -261,16 +280,7 @@ def _reproduce(args, scale, out, parser, budget) -> int:
         return 0
     only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only is not None else None
     force = [s.strip() for s in args.force.split(",") if s.strip()]
-    client = cluster = None
-    if args.scheduler or args.workers > 1:
-        from distributed import Client, LocalCluster  # optional dependency (dask.distributed), only for clusters
-
-        if args.scheduler:
-            client = _connect(Client, args.scheduler)
-        else:
-            cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0")
-            client = Client(cluster)
-        print(f"running on Dask: {client}", file=sys.stderr)
+    client, cluster = _dask_client(args)
     try:
         results = run_pipeline(stages, out, client=client, force=force, only=only, progress=not args.quiet)
     finally:

@@ -167,7 +167,10 @@ def test_the_palettes_colour_names_match_their_hues():
     from matplotlib.colors import to_rgb
 
     assert len(plotting.COLOR_NAMES) == len(plotting.PALETTE) == 10
-    hue = {name: 360 * colorsys.rgb_to_hsv(*to_rgb(c))[0] for name, c in zip(plotting.COLOR_NAMES, plotting.PALETTE)}
+    hue = {
+        name: 360 * colorsys.rgb_to_hsv(*to_rgb(c))[0]
+        for name, c in zip(plotting.COLOR_NAMES, plotting.PALETTE, strict=True)
+    }
     assert 15 < hue["vermilion"] < 30 < hue["orange"] < 45
     assert 190 < hue["blue"] < 215 and 150 < hue["green"] < 175
     sat = colorsys.rgb_to_hsv(*to_rgb(plotting.PALETTE[plotting.COLOR_NAMES.index("grey")]))[1]
@@ -199,7 +202,7 @@ def test_the_markov_scheme_draws_the_four_named_paths_through_their_heads():
     by_row = sorted(texts, key=lambda t: (t[1][1], t[1][0]))
     assert [n for n, _ in by_row if n in ("good", "random", "uniform")] == ["good", "random", "uniform", "random"]
     want = {"g": (x1[0], x2[0]), "d": (x1[1], x2[0]), "a1": (x1[0], x2[1]), "a2": (x1[1], x2[1])}
-    for line, name in zip(lines, ("g", "d", "a1", "a2")):
+    for line, name in zip(lines, ("g", "d", "a1", "a2"), strict=True):
         xs = line.get_xdata()
         assert np.allclose((xs[1], xs[2]), want[name], atol=0.03), name
         assert any(t.startswith(name + " ") for t, _ in texts)

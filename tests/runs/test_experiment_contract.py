@@ -87,7 +87,7 @@ def _same(a, b, where: str = "result", stored_only: bool = False) -> None:
             _same(a[k], b[k], f"{where}[{k!r}]", stored_only)
     elif isinstance(a, (list, tuple)) and not isinstance(b, np.ndarray):
         assert isinstance(b, (list, tuple)) and len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
             _same(x, y, f"{where}[{i}]", stored_only)
     elif isinstance(a, (np.ndarray, np.generic, float)) or hasattr(a, "__array__"):  # arrays, tensors
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=where)

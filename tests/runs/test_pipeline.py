@@ -201,10 +201,10 @@ def test_grid_columns_computed_apart_merge_into_the_full_grid():
     full = osh.theory_grid(data, widths, taus)
     parts = [osh.theory_grid(data, widths, [t]) for t in reversed(taus)]  # stage order does not matter
     merged = osh.merge_grids(parts)
-    np.testing.assert_array_equal(merged["taus"], full["taus"])
-    np.testing.assert_array_equal(merged["U"], full["U"])  # each column is its own continuation
-    for s in full["accuracy"]:
-        np.testing.assert_array_equal(merged["accuracy"][s], full["accuracy"][s])
+    np.testing.assert_array_equal(merged.taus, full.taus)
+    np.testing.assert_array_equal(merged.U, full.U)  # each column is its own continuation
+    for s in full.accuracy:
+        np.testing.assert_array_equal(merged.accuracy[s], full.accuracy[s])
     with pytest.raises(ValueError, match="overlap"):
         osh.merge_grids([parts[0], parts[0]])
     # the experiment accepts the merged grid and refuses one that does not cover the scale's grid
@@ -227,15 +227,15 @@ def test_a_grid_column_file_round_trips_exactly(tmp_path):
     for i, part in enumerate(parts):
         save_grid(part, tmp_path / f"g{i}.npz")
     back = [load_grid(tmp_path / f"g{i}.npz") for i in range(2)]
-    for live, reloaded in zip(parts, back):
-        assert reloaded["seconds"] == live["seconds"] and reloaded["accuracy"].keys() == live["accuracy"].keys()
-        for k in ("widths", "taus", "U"):
-            np.testing.assert_array_equal(reloaded[k], live[k])
-        np.testing.assert_array_equal(reloaded["solver"]["n_iter"], live["solver"]["n_iter"])
+    for live, reloaded in zip(parts, back, strict=True):
+        assert reloaded.seconds == live.seconds and reloaded.accuracy.keys() == live.accuracy.keys()
+        for k in ("widths", "taus", "U", "grad_max"):
+            np.testing.assert_array_equal(getattr(reloaded, k), getattr(live, k))
+        np.testing.assert_array_equal(reloaded.n_iter, live.n_iter)
     merged, merged_back = osh.merge_grids(parts), osh.merge_grids(back)
-    np.testing.assert_array_equal(merged_back["U"], merged["U"])
-    for s in merged["accuracy"]:
-        np.testing.assert_array_equal(merged_back["accuracy"][s], merged["accuracy"][s])
+    np.testing.assert_array_equal(merged_back.U, merged.U)
+    for s in merged.accuracy:
+        np.testing.assert_array_equal(merged_back.accuracy[s], merged.accuracy[s])
 
 
 def test_reproduce_and_ensemble_share_one_network_chain():
@@ -403,7 +403,7 @@ def test_stored_hmc_result_keeps_the_headline_task_whole():
     assert slim.sets[0].main.x_test.shape == (7, 5, 6)  # the chapter's data figure uses it
     assert all(s.main.x_test.size == 0 and s.noisy.x_train.size == 0 for s in slim.sets[1:])
     assert [s.sweep for s in slim.sets] == [s.sweep for s in res.sets]
-    assert all(s.main.features_train is t.main.features_train for s, t in zip(slim.sets, res.sets))
+    assert all(s.main.features_train is t.main.features_train for s, t in zip(slim.sets, res.sets, strict=True))
     assert res.sets[1].main.x_test.shape == (7, 5, 6)  # the live result is untouched
 
 

@@ -40,6 +40,6 @@ def test_the_adapter_reproduces_the_committed_order_parameter(run):
     U_star = res.panel.U
     assert np.abs(U - U_star).max() <= 1e-10 * np.abs(U_star).max()
     scores = ap.head_scores(U, X.heads)
-    for got, committed in zip(scores, res.panel.head_scores):
+    for got, committed in zip(scores, res.panel.head_scores, strict=True):
         np.testing.assert_allclose(got, committed, rtol=1e-9, atol=1e-12)
     assert score_order(scores) == score_order(res.panel.head_scores)

@@ -84,7 +84,7 @@ def test_cumulative_pruning_of_a_committed_run():
     assert [c["id"] for c in claims] == ["C7-1", "C7-3", "C7-curve"]
     area = np.mean(score.drop["test"][1:])
     assert claims[2]["passed"] == (area < np.median([np.mean(d[1:]) for d in cp.random.drop["test"]]))
-    for c, t in zip(claims[:2], cu.CUMULATIVE_THRESHOLDS):
+    for c, t in zip(claims[:2], cu.CUMULATIVE_THRESHOLDS, strict=True):
         k = cu.heads_within(score.drop["test"], t)
         ks = [cu.heads_within(d, t) for d in cp.random.drop["test"]]
         assert c["passed"] == (k > np.median(ks)) and c["detail"].startswith(f"{k} of 6 heads by score")

@@ -70,7 +70,7 @@ def test_generator_is_reproducible_from_its_seed():
     a = markov.make_sequences(20, seed=27)
     b = markov.make_sequences(20, seed=27)
     c = markov.make_sequences(20, seed=28)
-    for u, v in zip(a, b):
+    for u, v in zip(a, b, strict=True):
         np.testing.assert_array_equal(u, v)
     assert not np.array_equal(a[0], c[0])
     np.testing.assert_array_equal(markov.random_head(147), markov.random_head(147))
@@ -263,7 +263,7 @@ def test_summary_round_trip_and_sampling_claims(theory_res, tmp_path):
     assert [s.seeds.generator for s in loaded.sets] == ["torch-reference"] + ["numpy-pcg64"] * 5
     assert loaded.headline.label == "reference" and loaded.headline.seeds.train == 27
     assert loaded.config == res.config  # the sizes come back as the same dataclass
-    for a, b in zip(loaded.sets, res.sets):  # every seed set's numbers come back
+    for a, b in zip(loaded.sets, res.sets, strict=True):  # every seed set's numbers come back
         for sw, tw in ((a.sweep, b.sweep), (a.noisy_sweep, b.noisy_sweep)):
             np.testing.assert_array_equal(sw.U, tw.U)
             np.testing.assert_array_equal(sw.accuracy, tw.accuracy)

@@ -53,17 +53,17 @@ def test_gd_order_parameter_is_the_gram_of_explicit_path_weights():
 def test_grid_continuation_matches_cold_solves_and_gp_limit():
     data = synthetic_oneshot_data(np.random.default_rng(0))
     grid = osh.theory_grid(data, (10, 100000), (0.5, 0.1))
-    assert grid["U"].shape == (2, 2, 16, 16) and list(grid["taus"]) == [0.1, 0.5]
-    assert grid["solver"]["grad_max"].max() <= 1e-8
-    for i, tau in enumerate(grid["taus"]):
+    assert grid.U.shape == (2, 2, 16, 16) and list(grid.taus) == [0.1, 0.5]
+    assert grid.grad_max.max() <= 1e-8
+    for i, tau in enumerate(grid.taus):
         cold = ap.solve(
             ap.Action(ap.PathKernel(data.features["train"]), data.y["train"], tau, ap.Architecture.uniform((4, 4), 10))
         )
-        np.testing.assert_allclose(grid["U"][i, 0], cold.U, atol=1e-5)
-        assert np.abs(grid["U"][i, 1] - np.eye(16)).max() < 0.01  # N = 1e5: the GP point
+        np.testing.assert_allclose(grid.U[i, 0], cold.U, atol=1e-5)
+        assert np.abs(grid.U[i, 1] - np.eye(16)).max() < 0.01  # N = 1e5: the GP point
         gp = osh.gp_line(data, [tau])
         for s in osh.EVAL_SETS:  # the widest network predicts like the GP
-            assert abs(grid["accuracy"][s][i, 1] - gp["accuracy"][s][0]) <= 100 / 30 + 1e-9
+            assert abs(grid.accuracy[s][i, 1] - gp["accuracy"][s][0]) <= 100 / 30 + 1e-9
 
 
 def test_edge_scan_and_paired_predictions_agree_with_the_grid_and_the_selection():
@@ -72,7 +72,7 @@ def test_edge_scan_and_paired_predictions_agree_with_the_grid_and_the_selection(
     edge = osh.edge_scan(data, 10, [0.5])  # a cold solve at a grid point gives the grid's accuracies
     gp = osh.gp_line(data, [0.5])
     for s in osh.EVAL_SETS:
-        assert edge["theory"][s][0] == pytest.approx(grid["accuracy"][s][0, 0], abs=1e-9)
+        assert edge["theory"][s][0] == pytest.approx(grid.accuracy[s][0, 0], abs=1e-9)
         assert edge["gp"][s][0] == pytest.approx(gp["accuracy"][s][0], abs=1e-9)
     assert edge["max_grad"] <= 1e-8
     res = osh.run_oneshot("quick", sample=False, data=data)
@@ -320,13 +320,13 @@ def test_another_architecture_through_export_grid_theory_and_pruning(n_layers, n
         f = np.sqrt(192 * n_paths) * np.einsum("pi,nip->n", v, X)
         np.testing.assert_allclose(f, data.network_output[name], rtol=1e-9, atol=1e-9)
     grid = osh.theory_grid(data, [10, 1e5], [0.5])
-    assert grid["U"].shape == (1, 2, n_paths, n_paths)
-    np.testing.assert_allclose(grid["U"][0, 1], np.eye(n_paths), atol=0.01)
-    pan = osh.panel(data, grid["U"][0, 0], n_align=5)
+    assert grid.U.shape == (1, 2, n_paths, n_paths)
+    np.testing.assert_allclose(grid.U[0, 1], np.eye(n_paths), atol=0.01)
+    pan = osh.panel(data, grid.U[0, 0], n_align=5)
     assert [len(h) for h in pan["head_scores"]] == list(heads)
-    side = pr.theory_side_drops(grid["U"][0, 0], data, 0.5)
+    side = pr.theory_side_drops(grid.U[0, 0], data, 0.5)
     assert sorted(side) == sorted(pr.head_name(h) for h in pr.all_heads(heads))
-    stab = pr.score_stability(grid["U"], grid["widths"], grid["taus"], (0, 0), heads)
+    stab = pr.score_stability(grid.U, grid.widths, grid.taus, (0, 0), heads)
     assert stab.shape == (1, 2) and stab[0, 0] == pytest.approx(1.0)
     # network-side pruning through per-path outputs = the layer-wise forward with heads removed
     eps = fixed_episodes(om.load_split("test").images, 24, 5, 0)

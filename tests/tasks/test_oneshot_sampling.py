@@ -31,7 +31,7 @@ def test_the_theory_point_is_the_grids_and_the_samples_are_compared_with_it(run)
     res, data = run
     grid = osh.theory_grid(data, (10, 100), (0.5,))
     for j, N in enumerate((10,)):
-        np.testing.assert_allclose(res.U_theory[N], grid["U"][0, j], atol=1e-6)
+        np.testing.assert_allclose(res.U_theory[N], grid.U[0, j], atol=1e-6)
         assert res.solver[N]["converged"] and res.solver[N]["grad_max"] <= 1e-8
         run_N = res.sampled[N]
         assert run_N.settings["arch"]["widths"][0] == N and run_N.settings["tau"] == 0.5

@@ -26,7 +26,7 @@ def test_analytic_gradient_equals_autodiff(heads):
     St = torch_reduced_action(Ut, act.kernel.X, act.y, act.tau, act.arch)
     St.backward()
     assert abs(S - St.item()) <= 1e-11 * abs(S)
-    for g, u in zip(grads, Ut):
+    for g, u in zip(grads, Ut, strict=True):
         # autodiff goes through U_a(U_L) as well: equality is the envelope theorem
         np.testing.assert_allclose(g, u.grad.numpy(), rtol=0, atol=1e-10 * max(1.0, np.abs(g).max()))
 
@@ -102,7 +102,7 @@ def test_infinite_width_solution_is_the_gp():
     act = ap.Action(ap.PathKernel(feats), y, 0.3, arch)
     res = ap.solve(act, n_restarts=0)
     gp, Ua = arch.gp_order_parameters()
-    for U, Ug in zip(res.Us, gp):
+    for U, Ug in zip(res.Us, gp, strict=True):
         np.testing.assert_allclose(U, Ug, atol=1e-6)
     assert abs(res.Ua - Ua) < 1e-6
     # predictor equals GP regression with K_GP = sigma_a^2 prod sigma_l^2 sum_pi C^{pi pi}
@@ -122,7 +122,7 @@ def test_approach_to_gp_is_order_one_over_n():
     devs = np.array([np.abs(res.U - np.eye(4)).max() for res in results])
     ratios = devs[1:] / devs[:-1]  # N halves at each step
     assert np.all((ratios > 1.7) & (ratios < 2.4)), ratios
-    scaled = [N * (res.U - np.eye(4)) for N, res in zip(widths, results)]
+    scaled = [N * (res.U - np.eye(4)) for N, res in zip(widths, results, strict=True)]
     diffs = [np.abs(scaled[i] - scaled[i + 1]).max() for i in range(len(scaled) - 1)]
     assert diffs[0] < diffs[1] < diffs[2] < diffs[3]  # N (U - I) converges as N grows
     means = [ap.predict(res.U, feats, y, 0.1, feats).mean for res in results]

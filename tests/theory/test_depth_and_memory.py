@@ -86,7 +86,7 @@ def test_three_layer_infinite_width_solution_is_the_gp_and_its_predictor_gp_regr
     res = ap.solve(ap.Action(ap.PathKernel(feats), y, 0.3, arch), n_restarts=0)
     gp, Ua = arch.gp_order_parameters()
     assert [U.shape for U in res.Us] == [(4, 4), (2, 2), (2, 2)]
-    for U, Ug in zip(res.Us, gp):
+    for U, Ug in zip(res.Us, gp, strict=True):
         np.testing.assert_allclose(U, Ug, atol=1e-6)
     _, _, _, _, ftest = random_instance(heads, P=9, seed=7)
     pref = float(np.prod(sigma2))
@@ -107,7 +107,7 @@ def _prior_draws_forward(net, x, n_draws, rng):
     Vs = [np.sqrt(s2[l + 1]) * rng.standard_normal((n_draws, o.shape[1], N[l + 1], N[l])) for l, o in enumerate(om)]
     a = np.sqrt(s2[-1]) * rng.standard_normal((n_draws, N[-1]))
     z = np.einsum("dkn,pnt->dpkt", V0, x) / np.sqrt(N0)  # [draws, P, N_1, T]
-    for l, (V, o) in enumerate(zip(Vs, om)):
+    for l, (V, o) in enumerate(zip(Vs, om, strict=True)):
         H = o.shape[1]
         z = np.einsum("dhjk,dpks,phst->dpjt", V, z, o) / np.sqrt(H * N[l])
     f = np.einsum("dj,dpjt,t->dp", a, z, np.asarray(net.readout)) / np.sqrt(N[-1])
@@ -124,7 +124,7 @@ def test_three_layer_gp_kernel_is_the_prior_covariance_of_the_network_monte_carl
     f, (V0, Vs, a) = _prior_draws_forward(net, x, 40_000, np.random.default_rng(0))
     with torch.no_grad():  # the batched forward is the network's own, draw by draw
         net.V0.copy_(torch.as_tensor(V0))
-        for V, Vt in zip(Vs, net.V):
+        for V, Vt in zip(Vs, net.V, strict=True):
             Vt.copy_(torch.as_tensor(V))
         net.a.copy_(torch.as_tensor(a))
         np.testing.assert_allclose(net(x).numpy(), f[0], rtol=1e-12, atol=1e-12)

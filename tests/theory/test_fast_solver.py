@@ -88,7 +88,7 @@ def test_the_fit_part_of_the_energy_hessian_is_the_data_terms_curvature(heads):
         y = torch.as_tensor(act.y)
         return y @ torch.linalg.solve(K, y)
 
-    ref = torch.autograd.functional.hessian(fit, torch.as_tensor(act.packing.pack([U1]))).numpy()
+    ref = torch.autograd.functional.hessian(fit, torch.as_tensor(U1[ia, ib])).numpy()
     F = hess.energy_hessian_fit(act, U1)
     np.testing.assert_allclose(F, ref, rtol=0, atol=1e-11 * np.abs(ref).max())
     assert np.linalg.eigvalsh(F)[0] >= -1e-12 * np.abs(F).max()
@@ -131,7 +131,7 @@ def test_quasi_newton_reaches_the_reference_solvers_point(heads, N, tau):
     old = ap.solve(act, n_restarts=0, method="lbfgs-newton")
     tight = ap.solve(act, n_restarts=0, method="lbfgs-newton", tol=1e-13)
     assert new.converged and old.converged and new.method == "bfgs" and old.method == "lbfgs-newton"
-    for a, b, c in zip(new.Us, tight.Us, old.Us):
+    for a, b, c in zip(new.Us, tight.Us, old.Us, strict=True):
         assert np.abs(a - b).max() <= 1e-10 * np.abs(b).max()
         # |dU| <= |grad| / lambda_min (in S / N units) for the reference stopped at its tolerance
         assert np.abs(c - b).max() <= 10 * max(old.grad_max, 1e-14) / old.hessian_min_eig
@@ -148,7 +148,7 @@ def test_continuation_hands_its_hessian_on_and_matches_cold_solves():
     widths = [1000, 100, 30, 10]
     chain = ap.solve_continuation([act(N) for N in widths], n_restarts=0)
     colds = [ap.solve(act(N), n_restarts=0) for N in widths]
-    for r, cold in zip(chain, colds):
+    for r, cold in zip(chain, colds, strict=True):
         assert np.abs(r.U - cold.U).max() <= 1e-10 * np.abs(cold.U).max()
         assert r.hessian is None and r.energy_hessian is None  # handed on, not kept
     assert all(r.converged for r in chain)  # (what the warm start saves is measured by bench_solver.py)

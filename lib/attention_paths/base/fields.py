@@ -58,6 +58,15 @@ def _is_real(v) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
+_SCALARS = {  # hint -> (test, what a value must be)
+    int: (_is_int, "an integer"),
+    float: (_is_real, "a number"),
+    bool: (lambda v: isinstance(v, bool), "True or False"),
+    str: (lambda v: isinstance(v, str), "a string"),
+}
+_CONTAINERS = {tuple: ((tuple, list), "a tuple"), dict: (dict, "a dict")}  # hint or origin -> (types, what)
+
+
 def _check_type(where: str, value, hint) -> None:
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
@@ -67,21 +76,15 @@ def _check_type(where: str, value, hint) -> None:
         if len(arms) == 1:
             _check_type(where, value, arms[0])
         return
-    if hint is int and not _is_int(value):
-        raise ValueError(f"{where} must be an integer, got {value!r}")
-    if hint is float:
-        if not _is_real(value):
-            raise ValueError(f"{where} must be a number, got {value!r}")
-        if not math.isfinite(value):
+    if hint in _SCALARS:
+        test, what = _SCALARS[hint]
+        if not test(value):
+            raise ValueError(f"{where} must be {what}, got {value!r}")
+        if hint is float and not math.isfinite(value):
             raise ValueError(f"{where} must be a finite number, got {value!r}")
-    if hint is bool and not isinstance(value, bool):
-        raise ValueError(f"{where} must be True or False, got {value!r}")
-    if hint is str and not isinstance(value, str):
-        raise ValueError(f"{where} must be a string, got {value!r}")
-    if (hint is tuple or origin is tuple) and not isinstance(value, (tuple, list)):
-        raise ValueError(f"{where} must be a tuple, got {type(value).__name__}")
-    if (hint is dict or origin is dict) and not isinstance(value, dict):
-        raise ValueError(f"{where} must be a dict, got {type(value).__name__}")
+    container = _CONTAINERS.get(origin if origin is not None else hint)
+    if container is not None and not isinstance(value, container[0]):
+        raise ValueError(f"{where} must be {container[1]}, got {type(value).__name__}")
 
 
 def check_range(where: str, value, rule: str) -> None:

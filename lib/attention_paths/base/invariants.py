@@ -47,7 +47,7 @@ def shape(folder, name: str, a, expected) -> np.ndarray:
     """``a`` as an array of shape ``expected`` (``None`` entries: any length)."""
     a = np.asarray(a)
     expected = tuple(expected)
-    if a.ndim != len(expected) or any(e is not None and s != e for s, e in zip(a.shape, expected)):
+    if a.ndim != len(expected) or any(e is not None and s != e for s, e in zip(a.shape, expected, strict=True)):
         violation(folder, name, f"has shape {a.shape}, expected {expected}")
     return a
 
@@ -135,5 +135,5 @@ def sorted_by(folder, name: str, order, scores: dict) -> None:
     if sorted(order) != sorted(scores):
         violation(folder, name, f"= {list(order)} does not name {sorted(scores)} once each")
     values = [scores[k] for k in order]
-    if any(b < a for a, b in zip(values, values[1:])):
+    if any(b < a for a, b in zip(values, values[1:], strict=False)):
         violation(folder, name, f"= {list(order)} is not sorted by ascending score ({values})")

@@ -239,17 +239,38 @@ def _fail(ctx, name: str, problem: str):
 def _read_record(cls, record, path: tuple, ctx: _Context, json: bool, root: bool = False, keys=()):
     if not isinstance(record, dict):
         _fail(ctx, ".".join(path) or cls.__name__, f"is a {type(record).__name__}, not a record of {cls.__name__}")
-    hints, kwargs = _hints(cls), {}
+    kwargs = {}
     if root:
         ctx.root = kwargs
     known = {(_spec(cls, f.name).key or f.name) for f in dataclasses.fields(cls)}
+    _read_stored(cls, record, path, ctx, json, keys, known, kwargs)
+    for f in dataclasses.fields(cls):  # derived from what is stored, once that is read
+        spec = _spec(cls, f.name)
+        if spec.to == "derived":
+            ctx.parent, ctx.keys = kwargs, keys
+            try:
+                kwargs[f.name] = spec.derive(ctx)
+            except (LookupError, TypeError, AttributeError) as err:
+                _fail(ctx, ".".join(path + (f.name,)), f"cannot be derived from what is stored ({err!r})")
+    unknown = (
+        sorted(set(record) - known) if not any(_spec(cls, f.name).flatten for f in dataclasses.fields(cls)) else []
+    )
+    if unknown:
+        _fail(ctx, ".".join(path) or cls.__name__, f"holds entries {cls.__name__} does not declare: {unknown}")
+    try:
+        return cls(**kwargs)
+    except TypeError as err:
+        _fail(ctx, ".".join(path) or cls.__name__, f"cannot be read as {cls.__name__} ({err})")
+
+
+def _read_stored(cls, record, path: tuple, ctx: _Context, json: bool, keys, known: set, kwargs: dict) -> None:
+    """The fields of ``cls`` that ``record`` stores, decoded into ``kwargs`` (live and derived ones skipped)."""
+    hints = _hints(cls)
     for f in dataclasses.fields(cls):
         spec = _spec(cls, f.name)
         key = spec.key or f.name
         name = ".".join(path + (key,))
-        if spec.to == "live":
-            continue
-        if spec.to == "derived":
+        if spec.to in ("live", "derived"):
             continue
         sub_path = _sub_path(spec, path, key)
         if spec.flatten:
@@ -269,23 +290,6 @@ def _read_record(cls, record, path: tuple, ctx: _Context, json: bool, root: bool
                 continue
             _fail(ctx, name, "is missing")
         kwargs[f.name] = v if spec.load is None else spec.load(v)
-    for f in dataclasses.fields(cls):  # derived from what is stored, once that is read
-        spec = _spec(cls, f.name)
-        if spec.to == "derived":
-            ctx.parent, ctx.keys = kwargs, keys
-            try:
-                kwargs[f.name] = spec.derive(ctx)
-            except (LookupError, TypeError, AttributeError) as err:
-                _fail(ctx, ".".join(path + (f.name,)), f"cannot be derived from what is stored ({err!r})")
-    unknown = (
-        sorted(set(record) - known) if not any(_spec(cls, f.name).flatten for f in dataclasses.fields(cls)) else []
-    )
-    if unknown:
-        _fail(ctx, ".".join(path) or cls.__name__, f"holds entries {cls.__name__} does not declare: {unknown}")
-    try:
-        return cls(**kwargs)
-    except TypeError as err:
-        _fail(ctx, ".".join(path) or cls.__name__, f"cannot be read as {cls.__name__} ({err})")
 
 
 _MISSING = object()

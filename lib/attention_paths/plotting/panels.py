@@ -198,7 +198,7 @@ def oneshot_accuracy_panels(axes, result, sets=("test", "MNIST", "FashionMNIST")
     cfg = result.config
     i_panel = taus.index(cfg["panel_tau"])
     sel = result.select
-    for ax, s in zip(axes, sets):
+    for ax, s in zip(axes, sets, strict=False):
         ours = np.asarray(sel["val"]["theory"].accuracy[s], float)
         paper = np.asarray(sel["test"]["theory"].accuracy[s], float)
         ax.plot(widths, ours, "o-", color=ROLES["theory"], ms=3.5, label=r"theory, $\tau$ selected on validation")
@@ -273,7 +273,7 @@ def pruning_theory_side(ax_drops, ax_stability, result):
     th = [result.theory_side[k]["test"] for k in labels]
     nw = [result.singles[k].drop["test"] for k in labels]
     ax_drops.errorbar(th, nw, yerr=[result.singles[k].drop_se["test"] for k in labels], fmt="o", ms=4)
-    for k, u, v in zip(labels, th, nw):
+    for k, u, v in zip(labels, th, nw, strict=True):
         ax_drops.annotate(k, (u, v), fontsize=7, xytext=(3, 3), textcoords="offset points")
     ax_drops.set_xlabel("theory-side drop (points)")
     ax_drops.set_ylabel("network-side drop (points)")
@@ -296,7 +296,7 @@ def training_curves(ax_loss, ax_acc, records: dict, sets=("val", "test", "MNIST"
     ({name: record}); one line style per record, one colour per evaluation set."""
     styles = ("-", "--", ":", "-.")
     names = {"val": "meta-validation", "test": "meta-test", "MNIST": "MNIST", "FashionMNIST": "FashionMNIST"}
-    for (name, rec), ls in zip(records.items(), styles):
+    for (name, rec), ls in zip(records.items(), styles, strict=False):
         hist = rec["history"]
         steps = [h["step"] for h in hist]
         ax_loss.plot(steps, [h["train_loss"] for h in hist], ls, color="0.2", label=name)

@@ -53,7 +53,7 @@ def draw_network(ax, heads=(2, 2), paths=None, labels=None, colors=None, head_na
     for k, (p, c) in enumerate(zip(paths, colors, strict=True)):
         off = (k - (len(paths) - 1) / 2) * 0.012
         pts = [(0.5 + off, 0.12)] + [(xs[l][h] + off, ys[l]) for l, h in enumerate(p)] + [(0.5 + off, 0.9)]
-        ax.plot(*zip(*pts), color=c, lw=2.0, alpha=0.9, solid_capstyle="round", zorder=1)
+        ax.plot(*zip(*pts, strict=True), color=c, lw=2.0, alpha=0.9, solid_capstyle="round", zorder=1)
     for l in range(L):
         for h in range(heads[l]):
             name = head_names[l][h] if head_names else f"$h_{l + 1}={h + 1}$"

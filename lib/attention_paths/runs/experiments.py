@@ -42,7 +42,9 @@ def require_network(exp: Experiment, scale: str | None, network: str | None, tra
     """Refuse to run ``exp`` on a trained network that is not committed under ``data/`` (so that
     :func:`~attention_paths.tasks.omniglot.training.load_network` would train it, for hours) unless
     ``train_missing``: ``FileNotFoundError`` naming the network and the command that trains it.  ``network``
-    ``None``: the scale's (``exp``'s config)."""
+    ``None``: the scale's (``exp``'s config).  Inside :func:`~attention_paths.tasks.omniglot.checkpoints.
+    verified_once` (as :func:`run_experiment` calls it) the run's own ``load_network`` does not hash the
+    network's files again."""
     if train_missing or not exp.takes("--network"):
         return
     name = network or exp.resolve("configs")[config.get_scale(scale)].network
@@ -78,8 +80,13 @@ def run_experiment(
     ``lock=False``: the caller holds ``out``'s lock already (the command line takes it before loading the tasks).
     """
     exp = experiment(name)
-    require_network(exp, scale, options.get("network"), train_missing)
-    out = Path(out)
+    with checkpoints.verified_once():  # the network require_network verifies is not hashed again by the run
+        require_network(exp, scale, options.get("network"), train_missing)
+        return _run(exp, scale, Path(out), progress, save_samples, lock, options)
+
+
+def _run(exp: Experiment, scale, out: Path, progress: bool, save_samples: bool, lock: bool, options: dict) -> dict:
+    """:func:`run_experiment` once its network is checked."""
     with results_lock(out) if lock else contextlib.nullcontext():
         prov = provenance()  # the code that runs: recorded before it runs
         t0 = time.perf_counter()

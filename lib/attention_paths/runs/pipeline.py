@@ -195,7 +195,11 @@ def _log(msg: str, progress: bool):
 
 
 def _execute(stage: Stage, out: str, key: str, upstream: dict, force: bool, progress: bool) -> dict:
-    """Run one stage (or skip it); ``upstream`` holds the dependencies' results, so Dask orders the calls."""
+    """Run one stage (or skip it); ``upstream`` holds the dependencies' results, so Dask orders the calls.
+
+    Long: one stage's life in order (done, stale or corrupt; a temporary folder; the run; its record; the rename
+    into place, or the temporary folder removed on failure), each step guarded by the previous one's outcome.
+    """
     out = Path(out)
     final = out / stage.name
     inputs = {d: upstream[d]["content"] for d in stage.deps}  # what the upstream stages hold now
@@ -332,7 +336,7 @@ def _run_graph(stages, out: Path, keys: dict, client, force: set, progress: bool
     else:
         futures = client.compute([tasks[n] for n in names], optimize_graph=False)
         results = client.gather(futures)
-    return dict(zip(names, results))
+    return dict(zip(names, results, strict=True))
 
 
 def _has_gpu_workers(client) -> bool:

@@ -152,7 +152,7 @@ def stage_grid(ctx: StageContext) -> dict:
     data = load_oneshot_data(ctx.inputs["export"] / "oneshot_data.npz")
     grid = theory_grid(data, ctx.params["widths"], [ctx.params["tau"]], ctx.progress)
     save_grid(grid, ctx.out / "grid.npz")
-    return {"seconds": grid["seconds"], "max_grad": float(grid["solver"]["grad_max"].max())}
+    return {"seconds": grid.seconds, "max_grad": float(grid.grad_max.max())}
 
 
 def stage_sample(ctx: StageContext) -> dict:

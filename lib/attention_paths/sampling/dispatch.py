@@ -75,6 +75,8 @@ def sample(
     ...                       X[8:], config=cfg, progress=False, warn="ignore")
     >>> smp.kind, smp.U.shape, smp.mean_samples.shape
     ('rao-blackwell', (1, 4, 4, 4), (1, 4, 3))
+
+    Long: its docstring (parameters and the samplers' contract) is half of it.
     """
     sampler = get_sampler(kind)
     if path_inputs is not _NO_PATH_INPUTS:

@@ -261,7 +261,7 @@ def format_accuracies(records: dict) -> str:
         a = rec["accuracies"]
         cells = " ".join(
             f"{_pm(a[s]['accuracy'], a[s]['se'], 2 if s == 'test' else 1):>{w}}"
-            for s, w in zip(EVAL_SETS, (12, 11, 13))
+            for s, w in zip(EVAL_SETS, (12, 11, 13), strict=True)
         )
         best = rec.get("accuracies_best", {})
         b = (

@@ -45,18 +45,18 @@ class Packing:
         self.n = int(self.offsets[-1])
         # E_l maps packed coordinates of block l to flattened D x D matrices.
         self.E = []
-        for d, (ia, ib) in zip(self.dims, self.triu):
+        for d, (ia, ib) in zip(self.dims, self.triu, strict=True):
             E = np.zeros((d * d, len(ia)))
             E[ia * d + ib, np.arange(len(ia))] = 1.0
             E[ib * d + ia, np.arange(len(ia))] = 1.0
             self.E.append(E)
 
     def pack(self, Us) -> np.ndarray:
-        return np.concatenate([U[idx] for U, idx in zip(Us, self.triu)])
+        return np.concatenate([U[idx] for U, idx in zip(Us, self.triu, strict=True)])
 
     def unpack(self, v) -> list[np.ndarray]:
         out = []
-        for l, (d, (ia, ib)) in enumerate(zip(self.dims, self.triu)):
+        for l, (d, (ia, ib)) in enumerate(zip(self.dims, self.triu, strict=True)):
             U = np.zeros((d, d))
             U[ia, ib] = v[self.offsets[l] : self.offsets[l + 1]]
             U[ib, ia] = U[ia, ib]
@@ -125,7 +125,7 @@ class Action:
         if len(Us) != self.arch.n_layers:
             raise ValueError(f"expected {self.arch.n_layers} order parameters U_1..U_L, got {len(Us)}")
         out = []
-        for l, (U, D) in enumerate(zip(Us, self.arch.dims)):
+        for l, (U, D) in enumerate(zip(Us, self.arch.dims, strict=True)):
             U = check_order_parameter(U, D, f"U_{l + 1}")
             if not np.allclose(U, U.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(U).max())):
                 raise ValueError(f"U_{l + 1} is not symmetric")
@@ -224,7 +224,7 @@ class Action:
             invs.append(inv)
         logdets.append(np.log(Ua))
         invs.append(np.array([[1.0 / Ua]]))
-        traces = [partial_trace(U, H) for U, H in zip(Us, a.heads)]
+        traces = [partial_trace(U, H) for U, H in zip(Us, a.heads, strict=True)]
         for l in range(L):
             N, s2, H = a.widths[l], a.sigma2[l], a.heads[l]
             value += N * (np.sum(invs[l + 1] * traces[l]) / s2 - logdets[l] + H * logdets[l + 1])

@@ -104,7 +104,7 @@ class TheoryView:
         heads = tuple(int(h) for h in self.heads)
         if not heads or any(h < 1 for h in heads) or len(self.modules) != len(heads):
             raise AdapterError(f"a theory view needs one or more layers of heads, one module name each; got {heads}")
-        for layer, (name, widths) in enumerate(zip(self.modules, self.value_widths)):
+        for layer, (name, widths) in enumerate(zip(self.modules, self.value_widths, strict=True)):
             if len(widths) != heads[layer] or len(set(int(w) for w in widths)) != 1:
                 raise AdapterError(
                     f"heads of unequal value width in attention layer {layer + 1} (module '{name}'): widths "
@@ -281,7 +281,7 @@ def _traced_view(model: nn.Module) -> TheoryView:
     chains = [graph.value_chain(i) for i in range(len(layers))]
     token, readout_maps = graph.readout()
     mods = [gm.get_submodule(n.target) for n in layers]
-    V = [_value_maps(m, n.target) for m, n in zip(mods, layers)]
+    V = [_value_maps(m, n.target) for m, n in zip(mods, layers, strict=True)]
     w = _value_weights(V, chains, readout_maps)
     x0_node = graph.x0
     model64 = copy.deepcopy(model).double().eval()
@@ -302,7 +302,7 @@ def _traced_view(model: nn.Module) -> TheoryView:
 
 
 def _mha_arguments(node: fx.Node) -> dict:
-    bound = dict(zip(_MHA_ARGS, node.args))
+    bound = dict(zip(_MHA_ARGS, node.args, strict=False))
     bound.update(node.kwargs)
     return bound
 
@@ -363,7 +363,6 @@ class _Graph:
         readout side first, as matrices (None for identities); refuses anything else on the value path."""
         maps = []
         while node is not stop:
-            mod = self._module(node)
             if node.op == "call_function" and node.target is operator.getitem:
                 if node.args[0] in self.mha and node.args[1] == 0:
                     if stop is None or node.args[0] is not stop:
@@ -371,18 +370,12 @@ class _Graph:
                         raise AdapterError(f"{where} reads attention module '{src}', which is not the layer before it")
                     return maps, node.args[0]
                 break
-            if isinstance(mod, nn.Linear):
-                if mod.bias is not None:
-                    raise AdapterError(f"affine, not linear, values: {self._what(node)} on {where} has a bias (T§2.3)")
-                maps.append(mod.weight)
-            elif isinstance(mod, _IDENTITIES):
-                pass
-            elif _scale(node) is not None:
-                maps.append(_scale(node))
-            else:
+            m = self._one_map(node, where, values=True)
+            if m is None:
                 if stop is None and not self.deps[node] and node.target not in _ADDS:
                     return maps, node  # x0: a function of the raw input, where the value path starts
                 raise AdapterError(self._refusal(node, where))
+            maps.extend(m)
             node = node.args[0]
         if stop is None:
             return maps, node
@@ -436,7 +429,10 @@ class _Graph:
                     raise AdapterError(f"{where} reduces the tokens twice ({self._what(node)})")
                 token = tok
             elif not (node.op == "call_method" and node.target in _SHAPES):
-                maps.extend(self._one_map(node, where))
+                m = self._one_map(node, where)
+                if m is None:
+                    raise AdapterError(self._refusal(node, where))
+                maps.extend(m)
             node = node.args[0]
         if node.args[0] is not self.mha[-1]:
             raise AdapterError(f"{where} reads module '{node.args[0].target}', not the last attention layer")
@@ -444,17 +440,21 @@ class _Graph:
             raise AdapterError(f"{where} has no token readout: take the mean over tokens or one token (T§2.4)")
         return token, maps
 
-    def _one_map(self, node, where: str) -> list:
+    def _one_map(self, node, where: str, values: bool = False) -> list | None:
+        """``node`` as a linear per-token map: ``[W]`` (a bias-free ``nn.Linear``), ``[c]`` (a scalar scale), ``[]``
+        (an identity), or ``None`` when it is none of them.  A bias is refused by name, on the value path
+        (``values``) or the readout."""
         mod = self._module(node)
         if isinstance(mod, nn.Linear):
-            if mod.bias is not None:
-                raise AdapterError(f"an affine readout: {self._what(node)} has a bias; the theory's readout is linear")
-            return [mod.weight]
+            if mod.bias is None:
+                return [mod.weight]
+            if values:
+                raise AdapterError(f"affine, not linear, values: {self._what(node)} on {where} has a bias (T§2.3)")
+            raise AdapterError(f"an affine readout: {self._what(node)} has a bias; the theory's readout is linear")
         if isinstance(mod, _IDENTITIES):
             return []
-        if _scale(node) is not None:
-            return [_scale(node)]
-        raise AdapterError(self._refusal(node, where))
+        c = _scale(node)
+        return None if c is None else [c]
 
     def _token_readout(self, node):
         batch_first = self._module(self.mha[-1]).batch_first
@@ -516,7 +516,7 @@ def _value_weights(V, chains, readout_maps) -> torch.Tensor:
             torch.eye(v.shape[1], dtype=torch.float64) if layer == 0 else _product(chains[layer], v.shape[1])
             for v in V[layer]
         ]
-        W = torch.stack([W @ v @ m for v, m in zip(V[layer], M)])  # [H, rows, in]
+        W = torch.stack([W @ v @ m for v, m in zip(V[layer], M, strict=True)])  # [H, rows, in]
         W = W.reshape(-1, W.shape[-1])
     return W
 
@@ -548,7 +548,7 @@ class _Capture(fx.Interpreter):
         if target not in self.names:
             return super().call_module(target, args, kwargs)
         mod = self.fetch_attr(target)
-        bound = dict(zip(_MHA_ARGS, args), **kwargs)
+        bound = dict(zip(_MHA_ARGS, args, strict=False), **kwargs)
         bound.update(need_weights=True, average_attn_weights=False)
         out, weights = mod(**bound)
         self.omegas.append(weights.transpose(-1, -2))  # [B, H, query, key] -> Omega[b, h, key s, query t]

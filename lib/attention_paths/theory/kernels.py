@@ -172,7 +172,7 @@ class PathKernel:
         self._pairs = np.triu_indices(Pi)
         self._tri = np.triu_indices(P)
         packed = np.empty((len(self._pairs[0]), len(self._tri[0])))
-        for k, (a, b) in enumerate(zip(*self._pairs)):
+        for k, (a, b) in enumerate(zip(*self._pairs, strict=True)):
             C = self.X[:, :, a] @ self.X[:, :, b].T
             packed[k] = (C if a == b else C + C.T)[self._tri]
         return packed

@@ -42,10 +42,10 @@ def path_list(heads: Sequence[int]) -> list[tuple[int, ...]]:
 def path_index(path: Sequence[int], heads: Sequence[int]) -> int:
     """Flat index of ``path``: ``((h_1 H_2 + h_2) H_3 + ...) H_L + h_L`` (0-based)."""
     heads = check_heads(heads)
-    if len(path) != len(heads) or any(not 0 <= h < H for h, H in zip(path, heads)):
+    if len(path) != len(heads) or any(not 0 <= h < H for h, H in zip(path, heads, strict=True)):
         raise ValueError(f"path {tuple(path)} does not fit heads {heads}")
     idx = 0
-    for h, H in zip(path, heads):
+    for h, H in zip(path, heads, strict=True):
         idx = idx * H + int(h)
     return idx
 

@@ -158,7 +158,7 @@ def _lbfgs(action: Action, Us0, max_iter: int):
             S, grads = action.value_and_gradient(Us, checked=True)
         except NotPositiveDefiniteError:
             return np.inf, np.zeros_like(theta)
-        gtheta = np.concatenate([(2.0 * G @ Lc)[_tril(Lc.shape[0])] for G, Lc in zip(grads, Ls)])
+        gtheta = np.concatenate([(2.0 * G @ Lc)[_tril(Lc.shape[0])] for G, Lc in zip(grads, Ls, strict=True)])
         return S * scale, gtheta * scale
 
     res = optimize.minimize(
@@ -298,7 +298,7 @@ def _step_cap(action: Action, Us, d, most: float = STEP_CAP, grow: float = GROW_
     log-determinants keep the quadratic model meaningful, while an order parameter that must grow far from
     the GP point (tenfold and more at small widths) gets there in a few steps."""
     t = 1.0
-    for U, dU in zip(Us, action.packing.unpack(d)):
+    for U, dU in zip(Us, action.packing.unpack(d), strict=True):
         Lc = linalg.cholesky(U, lower=True, check_finite=False)
         M = linalg.solve_triangular(Lc, linalg.solve_triangular(Lc, dU, lower=True).T, lower=True)
         w = np.linalg.eigvalsh(0.5 * (M + M.T))
@@ -307,6 +307,35 @@ def _step_cap(action: Action, Us, d, most: float = STEP_CAP, grow: float = GROW_
         if w[-1] * t > grow:
             t = grow / w[-1]
     return t
+
+
+def _line_search(ev: _Evaluator, point: _Point, d, gmax: float):
+    """The step ``t d`` from ``point``: ``t`` capped (:func:`_step_cap`), then halved until the trial is accepted
+    (module docstring of :func:`_quasi_newton`).  Returns ``(accepted point or None, t)``."""
+    slope = float(point.g @ d)
+    if not slope < 0:
+        return None, 0.0
+    t = _step_cap(ev.action, point.Us, d)
+    while t > 1e-10:
+        trial = ev(point.u + t * d)
+        if trial is not None and (
+            trial.f <= point.f + 1e-4 * t * slope
+            or (trial.f <= point.f + 1e-12 * abs(point.f) and _grad_max(ev.action, trial.grads) < gmax)
+        ):
+            return trial, t
+        t *= 0.5
+    return None, t
+
+
+def _psb_update(B_E, point: _Point, accepted: _Point):
+    """Powell's symmetric Broyden update of the energy model: the least change (Frobenius) with ``B_E s`` equal
+    to the energy gradient's change ``y`` over the step ``s`` (block ``U_1``)."""
+    s1 = (accepted.u - point.u)[: B_E.shape[0]]
+    r = (accepted.g_energy - point.g_energy) - B_E @ s1
+    ss = float(s1 @ s1)
+    if ss > 0:
+        B_E = B_E + (np.outer(r, s1) + np.outer(s1, r)) / ss - (float(r @ s1) / ss**2) * np.outer(s1, s1)
+    return B_E
 
 
 def _quasi_newton(ev: _Evaluator, point: _Point, B_E, tol: float, max_iter: int):
@@ -346,27 +375,10 @@ def _quasi_newton(ev: _Evaluator, point: _Point, B_E, tol: float, max_iter: int)
             d = _pd_solve(0.5 * (H + H.T), point.g)
         if d is None:
             d = _shifted_solve(0.5 * (H + H.T), point.g)
-        slope = float(point.g @ d)
-        if not slope < 0:
-            break
-        t, accepted = _step_cap(action, point.Us, d), None
-        while t > 1e-10:
-            trial = ev(point.u + t * d)
-            if trial is not None:
-                if trial.f <= point.f + 1e-4 * t * slope or (
-                    trial.f <= point.f + 1e-12 * abs(point.f) and _grad_max(action, trial.grads) < gmax
-                ):
-                    accepted = trial
-                    break
-            t *= 0.5
+        accepted, t = _line_search(ev, point, d, gmax)
         if accepted is None:
             break
-        s1 = (accepted.u - point.u)[: B_E.shape[0]]
-        r = (accepted.g_energy - point.g_energy) - B_E @ s1
-        ss = float(s1 @ s1)
-        if ss > 0:
-            # Powell's symmetric Broyden update: the least change (Frobenius) with B_E s = the energy's secant
-            B_E = B_E + (np.outer(r, s1) + np.outer(s1, r)) / ss - (float(r @ s1) / ss**2) * np.outer(s1, s1)
+        B_E = _psb_update(B_E, point, accepted)
         point = accepted
         steps += 1
         since_exact += 1
@@ -472,7 +484,7 @@ def _bfgs_solve(action: Action, Us0, tol: float, max_iter: int, energy_hint=None
         at = point
         point, k = _polish(ev, point, factor, tol)
         nn += k
-        extra["step"] = max(float(np.abs(a - b).max()) for a, b in zip(point.Us, at.Us))
+        extra["step"] = max(float(np.abs(a - b).max()) for a, b in zip(point.Us, at.Us, strict=True))
         if _grad_max(action, point.grads) <= tol or attempt == 1 or steps >= max_iter:
             break
         point, _, k, n_exact = _descend(ev, point, H_E, tol, max_iter - steps)
@@ -567,6 +579,8 @@ def solve(
     >>> ref = ap.solve(ap.Action(ap.PathKernel(X), y, 0.5, ap.Architecture.uniform((2, 2), 10)), method="lbfgs-newton")
     >>> bool(np.abs(ref.U - res.U).max() < 1e-10)
     True
+
+    Long: its docstring (parameters and runnable examples) is most of it; the body is a dozen lines.
     """
     tol, max_iter, newton_steps, n_restarts, hessian_hint = _checked_settings(
         action, tol, max_iter, newton_steps, n_restarts, method, hessian_hint
@@ -617,7 +631,7 @@ def _restart(action, best, rng, one) -> tuple[dict, tuple]:
     Us, S = best[0], best[1]
     other = one(random_psd_start(action, rng))
     Ur, Sr, gr = other[:3]
-    dU = max(np.abs(a - b).max() for a, b in zip(Ur, Us))
+    dU = max(np.abs(a - b).max() for a, b in zip(Ur, Us, strict=True))
     record = {
         "action": float(Sr),
         "delta_action_rel": float(abs(Sr - S) / max(1.0, abs(S))),

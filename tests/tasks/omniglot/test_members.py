@@ -178,7 +178,7 @@ def test_commit_refuses_an_unfinished_run_and_resume_from_continues_it(tmp_path)
     assert resumed["finished"] and [r["step"] for r in resumed["history"]] == [20, 40]
     a, _ = checkpoints.load_trained(tmp_path / "whole" / "last.pt")
     b, _ = checkpoints.load_trained(tmp_path / "elsewhere" / "last.pt")
-    for p, q in zip(a.parameters(), b.parameters()):
+    for p, q in zip(a.parameters(), b.parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=0, atol=1e-6)
     assert resumed["history"][-1]["val"] == pytest.approx(whole["history"][-1]["val"], abs=1e-4)
     # a run resumed in another session may have lost its best-validation weights: committed without them

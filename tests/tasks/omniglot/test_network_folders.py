@@ -4,6 +4,7 @@ went wrong."""
 
 import errno
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -376,3 +377,32 @@ def test_a_record_whose_accuracies_contradict_themselves_is_neither_sealed_nor_r
     (folder / "files.json").write_text(json.dumps(seal))
     with pytest.raises(ValueError, match=message):
         checkpoints.committed_checkpoint("paper-seed3", tmp_path)
+
+
+def test_a_network_checked_before_a_run_is_hashed_once_within_it(tmp_path, monkeypatch):
+    """Issue 50: inside ``verified_once`` (what ``run_experiment`` wraps ``require_network`` and the run in) the
+    folder is verified once, then handed over; a file rewritten in between is verified anew (and an edit is
+    refused); outside it every read verifies."""
+    folder = _copy("quick", tmp_path)
+    calls = []
+    real = checkpoints.verify_network_folder
+    monkeypatch.setattr(checkpoints, "verify_network_folder", lambda f: calls.append(f) or real(f))
+    with checkpoints.verified_once():
+        path, record = checkpoints.committed_checkpoint("quick", tmp_path)
+        net, rec = tr.load_network("quick", train_if_missing=False, data_dir=tmp_path)
+        assert len(calls) == 1 and rec["sha256"] == record["exported"]["sha256"]
+        record["config"]["steps"] = -1  # the caller's copy: the one handed over later is intact
+        assert checkpoints.committed_checkpoint("quick", tmp_path)[1]["config"]["steps"] > 0 and len(calls) == 1
+        rec_path = folder / "record.json"
+        text = rec_path.read_text()
+        i = text.index('"accuracy": ') + len('"accuracy": ')
+        rec_path.write_text(text[:i] + ("1" if text[i] != "1" else "2") + text[i + 1 :])  # same size
+        st = rec_path.stat()
+        os.utime(rec_path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # past the clock's resolution
+        with pytest.raises(ValueError, match="record.json is damaged or was edited"):
+            checkpoints.committed_checkpoint("quick", tmp_path)
+        assert len(calls) == 2
+    rec_path.write_text(text)
+    for _ in range(2):
+        checkpoints.committed_checkpoint("quick", tmp_path)
+    assert len(calls) == 4 and checkpoints._VERIFIED is None

@@ -306,7 +306,7 @@ def test_path_factorised_forward_is_the_layerwise_function(arch, pruned):
 
     ref, fast = run(torch.float64, True), run(torch.float64, False)
     ref32, fast32 = run(torch.float32, True), run(torch.float32, False)
-    for name, a, b, a32, b32 in zip(["output"] + names, ref, fast, ref32, fast32):
+    for name, a, b, a32, b32 in zip(["output"] + names, ref, fast, ref32, fast32, strict=True):
         scale = a.abs().max()
         assert scale > 0, name  # every learned matrix gets a gradient
         assert (a - b).abs().max() <= 1e-12 * scale, name
@@ -390,7 +390,7 @@ def test_short_training_run_lowers_the_loss(tmp_path):
         == exported["exported"]["sha256"]
     )
     assert rec2["step"] == 60 and exported["steps_done"] == 60
-    for p1, p2 in zip(net.parameters(), net2.parameters()):
+    for p1, p2 in zip(net.parameters(), net2.parameters(), strict=True):
         assert torch.equal(p1, p2)
     with open(tmp_path / "data" / "omniglot-quick" / "model.pt", "ab") as fh:
         fh.write(b"tampered")

@@ -106,9 +106,9 @@ def _h4b(res: MarkovResult) -> tuple[bool, str]:
         return False, "no paired differences recorded (a run written before them: markov.with_gp_gd_minus_g)"
     d, se = np.array(pairs, dtype=np.float64).T
     n, above = len(d), int(np.sum(d > 0))
-    beyond = sum(exceeds(a, 0.0, e) for a, e in zip(d, se))
+    beyond = sum(exceeds(a, 0.0, e) for a, e in zip(d, se, strict=True))
     mean, mean_se = float(d.mean()), float(np.sqrt(np.sum(se**2)) / n)
-    per_set = ", ".join(f"{s.label} {a:+.1f} ± {e:.2f}" for s, a, e in zip(res.sets, d, se))
+    per_set = ", ".join(f"{s.label} {a:+.1f} ± {e:.2f}" for s, a, e in zip(res.sets, d, se, strict=True))
     return above == n and exceeds(mean, 0.0, mean_se), (
         f"holds on {above} of {n} seed sets (g+d minus g above 0), beyond {TIE_SE:g} paired s.e. on {beyond} of "
         f"{n}; mean {mean:+.2f} ± {mean_se:.2f} points; per set (points ± paired s.e.): {per_set}"

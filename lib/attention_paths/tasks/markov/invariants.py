@@ -37,7 +37,9 @@ def _seed_set(folder, k: int, s) -> None:
     _sweep(folder, f"{name}.noisy_sweep", s.noisy_sweep)
     got = [np.asarray(h, float) for h in s.head_scores]
     want = head_scores(np.asarray(s.sweep.U)[0], heads)
-    if any(g.shape != w.shape or not np.allclose(g, w, rtol=1e-9, atol=1e-12) for g, w in zip(got, want)):
+    if len(got) != len(want) or any(
+        g.shape != w.shape or not np.allclose(g, w, rtol=1e-9, atol=1e-12) for g, w in zip(got, want, strict=True)
+    ):
         inv.violation(folder, f"{name}.head_scores", "are not the head scores of U at the smallest width")
     n_noisy = len(s.noisy_sweep.widths)
     inv.accuracy(folder, f"{name}.gp", [s.gp_all, s.gp_g, s.gp_gd])

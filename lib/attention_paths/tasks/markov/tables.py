@@ -12,7 +12,7 @@ __all__ = ["format_sweep", "sampling_records", "format_sampling", "format_seed_s
 def format_sweep(sw: WidthSweep) -> str:
     """Text table of a :func:`theory_sweep`: accuracy and solver convergence at every width."""
     rows = [f"{'N':>5} {'accuracy %':>10} {'max|dS/dU|/N':>13} {'Hessian min eig':>16} {'iterations':>10}"]
-    for N, a, g, h, it in zip(sw.widths, sw.accuracy, sw.grad_max, sw.hessian_min_eig, sw.iterations):
+    for N, a, g, h, it in zip(sw.widths, sw.accuracy, sw.grad_max, sw.hessian_min_eig, sw.iterations, strict=True):
         rows.append(f"{N:5d} {a:10.1f} {g:13.1e} {h:16.2e} {it:10d}")
     return "\n".join(rows)
 

@@ -10,6 +10,7 @@ network) or ``resume.pt`` + ``resume.json`` (an unfinished training, one unit), 
 from __future__ import annotations
 
 import contextlib
+import copy
 import errno
 import hashlib
 import json
@@ -288,7 +289,8 @@ def committed_checkpoint(name: str, data_dir=None) -> tuple[Path, dict] | None:
     ``None`` when there is none (no ``model.pt`` and no ``record.json``).  The folder is checked against its
     seal (:func:`verify_network_folder`), the model file against the SHA-256 in its record, and the record's
     configuration and precision against the registry's; any disagreement raises ``ValueError`` naming the
-    file."""
+    file.  Inside :func:`verified_once`, a folder verified before whose files have kept their size,
+    modification time and inode since is not hashed again."""
     folder = network_dir(name, data_dir)
     model, rec_path = folder / "model.pt", folder / "record.json"
     if not model.exists() and not rec_path.exists():
@@ -296,6 +298,47 @@ def committed_checkpoint(name: str, data_dir=None) -> tuple[Path, dict] | None:
     if not (model.exists() and rec_path.exists()):
         half = [p.name for p in (model, rec_path) if not p.exists()]
         raise ValueError(f"{folder} holds network {name!r} only in part: {' and '.join(half)} missing")
+    if _VERIFIED is None:
+        return model, _verified_record(name, folder, model, rec_path)
+    key, state = (str(folder.resolve()), name), _folder_state(folder)
+    hit = _VERIFIED.get(key)
+    if hit is not None and hit[0] == state:
+        return model, copy.deepcopy(hit[1])
+    record = _verified_record(name, folder, model, rec_path)
+    _VERIFIED[key] = (state, copy.deepcopy(record))
+    return model, record
+
+
+# committed network folders verified inside verified_once(): {(folder, name): (the files' state, record)}
+_VERIFIED: dict | None = None
+
+
+@contextlib.contextmanager
+def verified_once():
+    """Within this context a committed network folder is hashed once (:func:`committed_checkpoint`): what
+    :func:`~attention_paths.runs.experiments.require_network` verified before a run is handed to the run's own
+    ``load_network``, unless a file of the folder changed in between.  Outside it every call verifies anew (a
+    file's modification time has the clock's coarse resolution, too coarse to see every edit)."""
+    global _VERIFIED
+    outer = _VERIFIED is not None
+    if not outer:
+        _VERIFIED = {}
+    try:
+        yield
+    finally:
+        if not outer:
+            _VERIFIED = None
+
+
+def _folder_state(folder: Path) -> tuple:
+    """Name, size, modification time and inode of every file in ``folder``: what a rewrite changes."""
+    stats = [(p.name, p.stat()) for p in folder.iterdir() if p.is_file()]
+    return tuple(sorted((n, st.st_size, st.st_mtime_ns, st.st_ino) for n, st in stats))
+
+
+def _verified_record(name: str, folder: Path, model: Path, rec_path: Path) -> dict:
+    """The record of the committed network ``name`` once its folder, model file, configuration and precision
+    are checked (:func:`committed_checkpoint`)."""
     seal = verify_network_folder(folder)  # model.pt hashed once: its digest is the seal's, just checked
     record = read_json(rec_path, "network record")
     check_network_record(record, rec_path)
@@ -317,7 +360,7 @@ def committed_checkpoint(name: str, data_dir=None) -> tuple[Path, dict] | None:
             f"{record.get('precision', 'float32')}; the registry says {network_precision(name)} "
             "(a network trained in bfloat16 is registered with precision 'bfloat16')"
         )
-    return model, record
+    return record
 
 
 # a checkpoint written before its precision was recorded: the code of then trained in float32 on a CPU

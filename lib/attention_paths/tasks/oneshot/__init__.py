@@ -52,6 +52,7 @@ from attention_paths.tasks.oneshot.experiment import (
     run_oneshot,
 )
 from attention_paths.tasks.oneshot.grid import (
+    Grid,
     edge_scan,
     gp_line,
     merge_grids,
@@ -91,6 +92,7 @@ __all__ = [
     "SampledRun",
     "oneshot_summary",
     "read_oneshot_run",
+    "Grid",
     "theory_grid",
     "gp_line",
     "select_temperatures",

@@ -16,7 +16,7 @@ from attention_paths.tasks.claim import check_stored_claims
 from attention_paths.tasks.omniglot.training import load_network
 from attention_paths.tasks.oneshot.claims import oneshot_claims
 from attention_paths.tasks.oneshot.data import EVAL_SETS, OneShotData, _eval_stack, extract
-from attention_paths.tasks.oneshot.grid import edge_scan, gp_line, panel, select_temperatures, theory_grid
+from attention_paths.tasks.oneshot.grid import Grid, edge_scan, gp_line, panel, select_temperatures, theory_grid
 from attention_paths.tasks.oneshot.posterior import sample_oneshot, sampled_run, with_budget
 from attention_paths.tasks.oneshot.result import (
     OneShotPanel,
@@ -129,7 +129,7 @@ def run_oneshot(
     progress: bool = False,
     data: OneShotData | None = None,
     budget: dict | None = None,
-    grid: dict | None = None,
+    grid: Grid | None = None,
     samples: dict | None = None,
     record: dict | None = None,
     widths=None,
@@ -146,6 +146,8 @@ def run_oneshot(
     temperatures.  ``widths`` and ``taus`` restrict the grid to some of the scale's (``--widths``, ``--taus``:
     where the full grid costs too much, e.g. 64 paths on a CPU); they must keep the panel point, and the
     sampling temperature when sampling, and the run records them in its ``config``.
+
+    Long: the steps in the spec's order, each a call into the task's modules, sharing a dozen values.
     """
     scale = get_scale(scale)
     cfg = _run_config(scale, network, widths, taus, bool(samples) if samples is not None else sample, budget)
@@ -162,30 +164,30 @@ def run_oneshot(
     gp = gp_line(data, cfg["gp_taus"])
     gp_grid = gp_line(data, cfg["taus"])  # the N -> infinity limit at every grid temperature
     select = _select(grid, gp)
-    i_t, i_n = list(grid["taus"]).index(cfg["panel_tau"]), list(grid["widths"]).index(cfg["panel_N"])
-    U10 = grid["U"][i_t, i_n]
+    i_t, i_n = list(grid.taus).index(cfg["panel_tau"]), list(grid.widths).index(cfg["panel_N"])
+    U10 = grid.U[i_t, i_n]
     X_eval, _ = _eval_stack(data)
     th = predict(U10, data.features["train"], data.y["train"], cfg["panel_tau"], X_eval)
-    edge = edge_scan(data, grid["widths"][0], cfg["edge_taus"]) if cfg.get("edge_taus") else None
+    edge = edge_scan(data, grid.widths[0], cfg["edge_taus"]) if cfg.get("edge_taus") else None
     pan = panel(data, U10, cfg["n_align"])
-    seconds = {"extract": t_extract, "grid": grid["seconds"]}
+    seconds = {"extract": t_extract, "grid": grid.seconds}
     if samples is None and sample:
         t1 = time.perf_counter()
         samples = sample_oneshot(data, cfg, progress)
         seconds["sampling"] = time.perf_counter() - t1
-    samples, tau_s, widths = dict(samples or {}), cfg["sampling"]["tau"], list(grid["widths"])
-    i_s = list(grid["taus"]).index(tau_s) if samples else None
+    samples, tau_s, widths = dict(samples or {}), cfg["sampling"]["tau"], list(grid.widths)
+    i_s = list(grid.taus).index(tau_s) if samples else None
     return OneShotResult(
         scale=scale,
         config=cfg,
         data_info=data.info,
         network_record={k: v for k, v in (rec or {}).items() if k in ("source", "sha256", "config")},
         network_accuracy={s: data.network_accuracy(s) for s in EVAL_SETS},
-        widths=grid["widths"],
-        taus=grid["taus"],
-        U=grid["U"],
-        grid_accuracy=grid["accuracy"],
-        solver={"max_grad": float(grid["solver"]["grad_max"].max()), "iterations": grid["solver"]["n_iter"]},
+        widths=grid.widths,
+        taus=grid.taus,
+        U=grid.U,
+        grid_accuracy=grid.accuracy,
+        solver={"max_grad": float(grid.grad_max.max()), "iterations": grid.n_iter},
         gp_taus=gp["taus"],
         gp_accuracy=gp["accuracy"],
         gp_grid_accuracy=gp_grid["accuracy"],
@@ -194,7 +196,7 @@ def run_oneshot(
         paired=_paired_predictions(data, grid, select["val"], X_eval),
         edge=edge,
         seconds=seconds,
-        sampled={N: sampled_run(data, grid["U"][i_s, widths.index(N)], tau_s, smp) for N, smp in samples.items()},
+        sampled={N: sampled_run(data, grid.U[i_s, widths.index(N)], tau_s, smp) for N, smp in samples.items()},
         data=data,
         samples=samples,
     )
@@ -246,27 +248,27 @@ def restricted_grid(cfg: dict, widths=None, taus=None, *, sample: bool = False) 
     return out
 
 
-def _select(grid: dict, gp: dict) -> dict[str, dict[str, TemperatureChoice]]:
+def _select(grid: Grid, gp: dict) -> dict[str, dict[str, TemperatureChoice]]:
     """Both protocols' temperatures ("val": ours, "test": the paper's), for the theory and the GP."""
     return {
         on: {
-            "theory": TemperatureChoice(**select_temperatures(grid["accuracy"], grid["taus"], on)),
+            "theory": TemperatureChoice(**select_temperatures(grid.accuracy, grid.taus, on)),
             "gp": TemperatureChoice(**select_temperatures(gp["accuracy"], gp["taus"], on)),
         }
         for on in ("val", "test")
     }
 
 
-def _check_grid(grid: dict, cfg: dict) -> None:
+def _check_grid(grid: Grid, cfg: dict) -> None:
     """A grid computed elsewhere must cover the scale's widths and temperatures."""
     if (
-        list(grid["widths"]) != sorted(cfg["widths"])
-        or len(grid["taus"]) != len(cfg["taus"])
-        or not np.allclose(grid["taus"], sorted(cfg["taus"]))
+        list(grid.widths) != sorted(cfg["widths"])
+        or len(grid.taus) != len(cfg["taus"])
+        or not np.allclose(grid.taus, sorted(cfg["taus"]))
     ):
         raise ValueError(
-            f"the given grid covers widths {list(grid['widths'])} and temperatures "
-            f"{list(grid['taus'])}, the scale needs {sorted(cfg['widths'])} and {sorted(cfg['taus'])}"
+            f"the given grid covers widths {list(grid.widths)} and temperatures "
+            f"{list(grid.taus)}, the scale needs {sorted(cfg['widths'])} and {sorted(cfg['taus'])}"
         )
 
 
@@ -292,10 +294,10 @@ def _paired_predictions(data: OneShotData, grid: dict, sel_val: dict, X_eval) ->
     """Per-episode mean predictions at the validation-selected temperatures (the smallest width, and the GP),
     for paired comparisons of theory and GP on the same episodes."""
     t_th, t_gp = float(sel_val["theory"].tau[0]), float(sel_val["gp"].tau)
-    U_small = grid["U"][int(sel_val["theory"].index[0]), 0]
+    U_small = grid.U[int(sel_val["theory"].index[0]), 0]
     X, y = data.features["train"], data.y["train"]
     return PairedPredictions(
-        N=float(grid["widths"][0]),
+        N=float(grid.widths[0]),
         tau_theory=t_th,
         tau_gp=t_gp,
         theory=predict(U_small, X, y, t_th, X_eval, return_var=False).mean,

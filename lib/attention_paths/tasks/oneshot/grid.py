@@ -5,6 +5,7 @@ order parameter and accuracies (:func:`theory_grid`), the GP line, the validatio
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from attention_paths.theory.scores import head_scores
 from attention_paths.theory.solver import solve, solve_continuation
 
 __all__ = [
+    "Grid",
     "theory_grid",
     "gp_line",
     "select_temperatures",
@@ -31,20 +33,42 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True)
+class Grid:
+    """The theory over a widths x temperatures grid (:func:`theory_grid`).
+
+    Attributes
+    ----------
+    widths : [nN] ascending
+    taus : [nT] ascending
+    U : [nT, nN, Pi, Pi] order parameter at each point
+    accuracy : {set: [nT, nN]} test accuracy (%) of the renormalised predictor on each evaluation set
+    grad_max : [nT, nN] the solver's final ``max |dS/dU| / N``
+    n_iter : [nT, nN] the solver's steps
+    seconds : the solves' wall time
+    """
+
+    widths: np.ndarray
+    taus: np.ndarray
+    U: np.ndarray
+    accuracy: dict
+    grad_max: np.ndarray
+    n_iter: np.ndarray
+    seconds: float
+
+
 def _accuracies(mean, data: OneShotData, slices) -> dict:
     return {s: accuracy(mean[slices[s]], data.y[s]) for s in EVAL_SETS}
 
 
-def theory_grid(data: OneShotData, widths, taus, progress: bool = False, kernel: PathKernel | None = None) -> dict:
+def theory_grid(data: OneShotData, widths, taus, progress: bool = False, kernel: PathKernel | None = None) -> Grid:
     """Order parameter and accuracies on the widths x temperatures grid (spec §B.8).
 
     At every temperature the widths are solved from the widest down, each warm-started from the previous
     solution (:func:`~attention_paths.theory.solver.solve_continuation`).  The path-Gram tensor of the training
     set is computed once and shared by all solves.
 
-    Returns ``widths`` [nN] and ``taus`` [nT] (ascending), ``U`` [nT, nN, Pi, Pi] (``Pi = data.n_paths``),
-    ``accuracy`` {set: [nT, nN]}, ``solver`` {``grad_max``, ``n_iter``} [nT, nN] and ``seconds`` (total solve
-    time).  The architecture is the data's (``data.heads``).
+    Returns a :class:`Grid` (``Pi = data.n_paths``).  The architecture is the data's (``data.heads``).
     """
     widths, taus = sorted(widths), sorted(taus)
     kernel = kernel or PathKernel(data.features["train"])
@@ -64,14 +88,7 @@ def theory_grid(data: OneShotData, widths, taus, progress: bool = False, kernel:
                 acc[s][i, j] = a
         bar.update(len(widths))
     bar.close()
-    return {
-        "widths": np.array(widths),
-        "taus": np.array(taus),
-        "U": U,
-        "accuracy": acc,
-        "solver": {"grad_max": grad, "n_iter": nit},
-        "seconds": time.perf_counter() - t0,
-    }
+    return Grid(np.array(widths), np.array(taus), U, acc, grad, nit, time.perf_counter() - t0)
 
 
 def gp_line(data: OneShotData, taus) -> dict:
@@ -139,24 +156,24 @@ def edge_scan(data: OneShotData, N: float, taus, kernel: PathKernel | None = Non
     }
 
 
-def merge_grids(parts: list[dict]) -> dict:
-    """One :func:`theory_grid` result from grids over disjoint temperature sets (same widths)."""
-    parts = sorted(parts, key=lambda g: float(np.min(g["taus"])))
-    widths = parts[0]["widths"]
-    if any(list(g["widths"]) != list(widths) for g in parts):
+def merge_grids(parts: list[Grid]) -> Grid:
+    """One :class:`Grid` from grids over disjoint temperature sets (same widths)."""
+    parts = sorted(parts, key=lambda g: float(np.min(g.taus)))
+    widths = parts[0].widths
+    if any(list(g.widths) != list(widths) for g in parts):
         raise ValueError("grid parts must share their widths")
-    cat = lambda key: np.concatenate([g[key] for g in parts])  # noqa: E731
-    taus = cat("taus")
+    taus = np.concatenate([g.taus for g in parts])
     if len(set(taus.tolist())) != len(taus):
         raise ValueError(f"grid parts overlap in temperature: {taus.tolist()}")
-    return {
-        "widths": np.asarray(widths),
-        "taus": taus,
-        "U": cat("U"),
-        "accuracy": {s: np.concatenate([g["accuracy"][s] for g in parts]) for s in parts[0]["accuracy"]},
-        "solver": {k: np.concatenate([g["solver"][k] for g in parts]) for k in ("grad_max", "n_iter")},
-        "seconds": float(sum(g["seconds"] for g in parts)),
-    }
+    return Grid(
+        widths=np.asarray(widths),
+        taus=taus,
+        U=np.concatenate([g.U for g in parts]),
+        accuracy={s: np.concatenate([g.accuracy[s] for g in parts]) for s in parts[0].accuracy},
+        grad_max=np.concatenate([g.grad_max for g in parts]),
+        n_iter=np.concatenate([g.n_iter for g in parts]),
+        seconds=float(sum(g.seconds for g in parts)),
+    )
 
 
 def paired_comparison(theory_mean, gp_mean, y) -> dict:
@@ -174,29 +191,30 @@ def paired_comparison(theory_mean, gp_mean, y) -> dict:
     }
 
 
-def save_grid(grid: dict, path) -> None:
-    """Write a :func:`theory_grid` result (e.g. one temperature column, the ``grid-tau<t>`` stage of
+def save_grid(grid: Grid, path) -> None:
+    """Write a :class:`Grid` (e.g. one temperature column, the ``grid-tau<t>`` stage of
     ``python -m attention_paths reproduce``) to ``path`` (``.npz``, atomically); :func:`load_grid` reads it."""
     atomic_savez(
         path,
-        widths=grid["widths"],
-        taus=grid["taus"],
-        U=grid["U"],
-        seconds=np.array(grid["seconds"]),
-        grad_max=grid["solver"]["grad_max"],
-        n_iter=grid["solver"]["n_iter"],
-        **{f"accuracy/{s}": a for s, a in grid["accuracy"].items()},
+        widths=grid.widths,
+        taus=grid.taus,
+        U=grid.U,
+        seconds=np.array(grid.seconds),
+        grad_max=grid.grad_max,
+        n_iter=grid.n_iter,
+        **{f"accuracy/{s}": a for s, a in grid.accuracy.items()},
     )
 
 
-def load_grid(path) -> dict:
-    """The grid :func:`save_grid` wrote to ``path``, in :func:`theory_grid`'s form (for :func:`merge_grids`)."""
+def load_grid(path) -> Grid:
+    """The :class:`Grid` :func:`save_grid` wrote to ``path`` (for :func:`merge_grids`)."""
     a = load_npz(path)
-    return {
-        "widths": a["widths"],
-        "taus": a["taus"],
-        "U": a["U"],
-        "seconds": float(a["seconds"]),
-        "solver": {"grad_max": a["grad_max"], "n_iter": a["n_iter"]},
-        "accuracy": {k.split("/", 1)[1]: v for k, v in a.items() if k.startswith("accuracy/")},
-    }
+    return Grid(
+        widths=a["widths"],
+        taus=a["taus"],
+        U=a["U"],
+        accuracy={k.split("/", 1)[1]: v for k, v in a.items() if k.startswith("accuracy/")},
+        grad_max=a["grad_max"],
+        n_iter=a["n_iter"],
+        seconds=float(a["seconds"]),
+    )

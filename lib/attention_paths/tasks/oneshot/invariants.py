@@ -32,7 +32,9 @@ def _panel(folder, res, n_paths: int, heads) -> int:
     inv.order_parameter(folder, "panel.U_gd", p.U_gd, n_paths)
     got = [np.asarray(h, float) for h in p.head_scores]
     want = head_scores(p.U, heads)
-    if any(g.shape != w.shape or not np.allclose(g, w, rtol=1e-9, atol=1e-12) for g, w in zip(got, want)):
+    if len(got) != len(want) or any(
+        g.shape != w.shape or not np.allclose(g, w, rtol=1e-9, atol=1e-12) for g, w in zip(got, want, strict=True)
+    ):
         inv.violation(folder, "panel.head_scores", "are not the head scores of the panel's U (paths or layers moved?)")
     for k, a in p.alignment.items():
         inv.finite(folder, f"panel.alignment[{k}]", a, (None,))
@@ -46,6 +48,51 @@ def _panel(folder, res, n_paths: int, heads) -> int:
     return n_stack
 
 
+def _heads(folder, res) -> tuple:
+    """The heads per layer of the panel's scores, checked against the network record's."""
+    heads = tuple(len(h) for h in res.panel.head_scores)
+    if not heads or min(heads) < 1:
+        inv.violation(folder, "panel.head_scores", f"name no heads per layer ({heads})")
+    rec = (res.network_record or {}).get("config") or {}
+    if {"n_heads", "n_layers"} <= set(rec) and heads != (int(rec["n_heads"]),) * int(rec["n_layers"]):
+        inv.violation(folder, "panel.head_scores", f"are for heads {heads}, the network record's are {rec}")
+    return heads
+
+
+def _selections(folder, res, taus, gp_taus) -> None:
+    """Each selected temperature is the one at its index, and the first best on its set (recomputed)."""
+    for on, d in res.select.items():
+        for who, c in d.items():
+            axis = taus if who == "theory" else gp_taus
+            if not np.allclose(np.asarray(axis)[np.asarray(c.index)], c.tau):
+                inv.violation(folder, f"select[{on}][{who}].tau", "is not the temperature at its index")
+            _accuracies(folder, f"select[{on}][{who}].accuracy", c.accuracy, np.shape(c.tau))
+            grid = res.grid_accuracy if who == "theory" else res.gp_accuracy
+            if on not in grid:
+                continue
+            again = select_temperatures(grid, axis, on)
+            if not np.array_equal(np.asarray(again["index"]), np.asarray(c.index)):
+                inv.violation(
+                    folder,
+                    f"select[{on}][{who}].index",
+                    f"= {np.asarray(c.index).tolist()} is not the best "
+                    f"temperature on {on}, {np.asarray(again['index']).tolist()}",
+                )
+
+
+def _sampled(folder, res, widths, n_paths: int, n_stack) -> None:
+    """The sampled points: on the grid's widths, finite, with non-negative Monte Carlo errors."""
+    for N, r in res.sampled.items():
+        if float(N) not in [float(w) for w in widths]:
+            inv.violation(folder, f"sampled[{N}]", f"is at a width not on the grid {widths.tolist()}")
+        inv.order_parameter(folder, f"sampled[{N}].U_hat", r.U_hat, n_paths)
+        inv.finite(folder, f"sampled[{N}].mean", r.mean, (n_stack,))
+        if np.min(inv.finite(folder, f"sampled[{N}].mcse", r.mcse, (n_stack,))) < 0:
+            inv.violation(folder, f"sampled[{N}].mcse", "holds a negative Monte Carlo standard error")
+        for s, e in r.sets.items():
+            inv.accuracy(folder, f"sampled[{N}].sets[{s}]", [e["theory"], e["sampled"]])
+
+
 def check_oneshot(res, folder=None) -> None:
     """Raise :class:`~attention_paths.base.invariants.InvariantError` naming ``folder``, the field and the problem
     when ``res`` breaks an invariant of its type."""
@@ -54,12 +101,7 @@ def check_oneshot(res, folder=None) -> None:
     widths = inv.increasing(folder, "widths", res.widths)
     taus = inv.increasing(folder, "taus", res.taus)
     n_t, n_w = len(taus), len(widths)
-    heads = tuple(len(h) for h in res.panel.head_scores)
-    if not heads or min(heads) < 1:
-        inv.violation(folder, "panel.head_scores", f"name no heads per layer ({heads})")
-    rec = (res.network_record or {}).get("config") or {}
-    if {"n_heads", "n_layers"} <= set(rec) and heads != (int(rec["n_heads"]),) * int(rec["n_layers"]):
-        inv.violation(folder, "panel.head_scores", f"are for heads {heads}, the network record's are {rec}")
+    heads = _heads(folder, res)
     n_paths = int(np.prod(heads))
     inv.order_parameter(folder, "U", res.U, n_paths, (n_t, n_w))
     inv.converged(folder, "solver.max_grad", (res.solver or {}).get("max_grad"), TOLERANCE)
@@ -73,32 +115,9 @@ def check_oneshot(res, folder=None) -> None:
     gp_taus = inv.finite(folder, "gp_taus", res.gp_taus, (None,))
     _accuracies(folder, "gp_accuracy", res.gp_accuracy, (len(gp_taus),))
     _accuracies(folder, "gp_grid_accuracy", res.gp_grid_accuracy, (n_t,))
-    for on, d in res.select.items():
-        for who, c in d.items():
-            axis = taus if who == "theory" else gp_taus
-            if not np.allclose(np.asarray(axis)[np.asarray(c.index)], c.tau):
-                inv.violation(folder, f"select[{on}][{who}].tau", "is not the temperature at its index")
-            _accuracies(folder, f"select[{on}][{who}].accuracy", c.accuracy, np.shape(c.tau))
-            grid = res.grid_accuracy if who == "theory" else res.gp_accuracy
-            if on in grid:  # the selection is the first best temperature on its set: recomputed
-                again = select_temperatures(grid, axis, on)
-                if not np.array_equal(np.asarray(again["index"]), np.asarray(c.index)):
-                    inv.violation(
-                        folder,
-                        f"select[{on}][{who}].index",
-                        f"= {np.asarray(c.index).tolist()} is not the best "
-                        f"temperature on {on}, {np.asarray(again['index']).tolist()}",
-                    )
+    _selections(folder, res, taus, gp_taus)
     n_stack = _panel(folder, res, n_paths, heads)
     if res.paired is not None:
         n_stack = len(inv.finite(folder, "paired.theory", res.paired.theory, (n_stack,)))
         inv.finite(folder, "paired.gp", res.paired.gp, (n_stack,))
-    for N, r in res.sampled.items():
-        if float(N) not in [float(w) for w in widths]:
-            inv.violation(folder, f"sampled[{N}]", f"is at a width not on the grid {widths.tolist()}")
-        inv.order_parameter(folder, f"sampled[{N}].U_hat", r.U_hat, n_paths)
-        inv.finite(folder, f"sampled[{N}].mean", r.mean, (n_stack,))
-        if np.min(inv.finite(folder, f"sampled[{N}].mcse", r.mcse, (n_stack,))) < 0:
-            inv.violation(folder, f"sampled[{N}].mcse", "holds a negative Monte Carlo standard error")
-        for s, e in r.sets.items():
-            inv.accuracy(folder, f"sampled[{N}].sets[{s}]", [e["theory"], e["sampled"]])
+    _sampled(folder, res, widths, n_paths, n_stack)

@@ -16,7 +16,7 @@ from attention_paths.tasks.claim import check_stored_claims
 from attention_paths.tasks.omniglot.episodes import evaluation_sets
 from attention_paths.tasks.omniglot.recipe import config_for
 from attention_paths.tasks.omniglot.training import load_network
-from attention_paths.tasks.oneshot import ONESHOT_EXPERIMENT, OneShotResult, restricted_grid, run_oneshot
+from attention_paths.tasks.oneshot import ONESHOT_EXPERIMENT, Grid, OneShotResult, restricted_grid, run_oneshot
 from attention_paths.tasks.pruning.claims import pruning_claims
 from attention_paths.tasks.pruning.cumulative import RANDOM_ORDERS, cumulative_pruning
 from attention_paths.tasks.pruning.heads import all_heads, keeps_every_layer, reference_combinations
@@ -146,6 +146,8 @@ def run_pruning(
     grid is then reused and the rest made live again (:func:`live_theory`, checked against it); its trained network
     is the one pruned (``net``: that network, when it is not the scale's committed or cached one, e.g. a checkpoint
     of a ``reproduce`` stage; ``record``: its record, with ``source`` and ``sha256``).
+
+    Long: the steps in the spec's order, each a call into the task's modules, sharing a dozen values.
     """
     scale = get_scale(scale)
     cfg = asdict(PRUNING_EXPERIMENT[scale])
@@ -256,14 +258,15 @@ def live_theory(
         raise ValueError(
             f"the written theory run is of a network with SHA-256 {sha}, not {network!r} ({rec.get('sha256')})"
         )
-    grid = {
-        "widths": np.asarray(written.widths),
-        "taus": np.asarray(written.taus),
-        "U": np.asarray(written.U),
-        "accuracy": {s: np.asarray(a) for s, a in written.grid_accuracy.items()},
-        "solver": {"grad_max": np.asarray([written.solver["max_grad"]]), "n_iter": written.solver["iterations"]},
-        "seconds": 0.0,
-    }
+    grid = Grid(
+        widths=np.asarray(written.widths),
+        taus=np.asarray(written.taus),
+        U=np.asarray(written.U),
+        accuracy={s: np.asarray(a) for s, a in written.grid_accuracy.items()},
+        grad_max=np.asarray([written.solver["max_grad"]]),  # the written run keeps the largest only
+        n_iter=np.asarray(written.solver["iterations"]),
+        seconds=0.0,
+    )
     live = run_oneshot(
         scale, network=network, sample=False, root=root, progress=progress, grid=grid, record=rec, **grid_of
     )

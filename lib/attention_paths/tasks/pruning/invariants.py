@@ -104,12 +104,8 @@ def _cumulative(folder, res, names) -> None:
             )
 
 
-def check_pruning(res, folder=None) -> None:
-    """Raise :class:`~attention_paths.base.invariants.InvariantError` naming ``folder``, the field and the problem
-    when ``res`` breaks an invariant of its type."""
-    heads = _heads_of(folder, list(res.scores))
-    names = sorted(res.scores)
-    n_paths = int(np.prod(heads))
+def _episode_sets(folder, res, n_paths: int) -> None:
+    """Each evaluation set: a positive count of episodes, their path outputs ``F`` and targets of +-1."""
     for s, n in res.n_episodes.items():
         if not isinstance(n, int) or n < 1:
             inv.violation(folder, f"n_episodes[{s}]", f"= {n!r} is not a positive count")
@@ -118,6 +114,29 @@ def check_pruning(res, folder=None) -> None:
         y = inv.finite(folder, f"y[{s}]", res.y.get(s, np.empty(0)), (n,))
         if not np.isin(y, (-1.0, 1.0)).all():
             inv.violation(folder, f"y[{s}]", "holds targets other than -1 and +1")
+
+
+def _correlations(folder, res) -> None:
+    """The ranking stability over the grid and the Spearman correlations: within [-1, 1], intervals ordered."""
+    widths = inv.increasing(folder, "widths", res.widths)
+    taus = inv.increasing(folder, "taus", res.taus)
+    stab = inv.finite(folder, "stability", res.stability, (len(taus), len(widths)))
+    if np.abs(stab).max(initial=0.0) > 1 + 1e-9:
+        inv.violation(folder, "stability", "holds rank correlations outside [-1, 1]")
+    for name, r in res.spearman.items():
+        inv.finite(folder, f"spearman[{name}].rho", r.rho)
+        lo, hi = inv.finite(folder, f"spearman[{name}].ci95", r.ci95, (2,))
+        if not (-1 - 1e-9 <= lo <= hi <= 1 + 1e-9) or abs(r.rho) > 1 + 1e-9:
+            inv.violation(folder, f"spearman[{name}]", f"rho {r.rho} with interval {r.ci95} is not a correlation")
+
+
+def check_pruning(res, folder=None) -> None:
+    """Raise :class:`~attention_paths.base.invariants.InvariantError` naming ``folder``, the field and the problem
+    when ``res`` breaks an invariant of its type."""
+    heads = _heads_of(folder, list(res.scores))
+    names = sorted(res.scores)
+    n_paths = int(np.prod(heads))
+    _episode_sets(folder, res, n_paths)
     if sorted(res.unpruned) != sorted(res.n_episodes):
         inv.violation(folder, "unpruned", f"covers the sets {sorted(res.unpruned)}, not {sorted(res.n_episodes)}")
     for s, a in res.unpruned.items():
@@ -135,13 +154,4 @@ def check_pruning(res, folder=None) -> None:
             _pruned(folder, f"{what}[{name}]", p, res.unpruned)
     _lowest(folder, res)
     _cumulative(folder, res, names)
-    widths = inv.increasing(folder, "widths", res.widths)
-    taus = inv.increasing(folder, "taus", res.taus)
-    stab = inv.finite(folder, "stability", res.stability, (len(taus), len(widths)))
-    if np.abs(stab).max(initial=0.0) > 1 + 1e-9:
-        inv.violation(folder, "stability", "holds rank correlations outside [-1, 1]")
-    for name, r in res.spearman.items():
-        inv.finite(folder, f"spearman[{name}].rho", r.rho)
-        lo, hi = inv.finite(folder, f"spearman[{name}].ci95", r.ci95, (2,))
-        if not (-1 - 1e-9 <= lo <= hi <= 1 + 1e-9) or abs(r.rho) > 1 + 1e-9:
-            inv.violation(folder, f"spearman[{name}]", f"rho {r.rho} with interval {r.ci95} is not a correlation")
+    _correlations(folder, res)

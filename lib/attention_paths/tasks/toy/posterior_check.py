@@ -186,6 +186,9 @@ def posterior_check(scale: str | None = None, progress: bool = False, samplers=N
     a sequence or a comma-separated string; default ``sampling.SAMPLER_KINDS``, the built-in two) runs at
     every width when it declares ``every_width`` (the Rao-Blackwellised one), else at ``full_widths`` only
     (the full-weight one) (:class:`PosteriorCheckResult`, one :class:`PosteriorCheckRow` per width).
+
+    Long: one loop over widths in which the theory, each sampler and their comparison share the width's data; its
+    docstring is a third of it.
     """
     kinds = sampling.SAMPLER_KINDS if samplers is None else parse_sampler_names(samplers)
     scale = get_scale(scale)

@@ -155,7 +155,7 @@ class PruneResult:
             folder, "solver.grad_max", self.solver.get("grad_max"), TOLERANCE, self.solver.get("hessian_min_eig")
         )
         names = head_labels(self.heads)
-        again = dict(zip(names, np.concatenate(head_scores(U, self.heads)).tolist()))
+        again = dict(zip(names, np.concatenate(head_scores(U, self.heads)).tolist(), strict=True))
         if list(self.scores) != names or not np.allclose(list(self.scores.values()), list(again.values()), rtol=1e-9):
             inv.violation(folder, "scores", "are not the head scores of the stored U")
         for s, F in self.F.items():
@@ -198,7 +198,7 @@ def _curves(view, ex: Extracted, scores: dict, cfg: dict) -> tuple[dict, dict, d
     heads = view.heads
     F = {s: view.path_outputs(x) for s, x in ex.inputs.items()}
     K = max_removable(heads)
-    norms = dict(zip(head_labels(heads), np.concatenate(view.value_norms).tolist()))
+    norms = dict(zip(head_labels(heads), np.concatenate(view.value_norms).tolist(), strict=True))
     curve = lambda order, label: pruning_curve(F, ex.y_sets, heads, order, None, label, K, view.coefficients)  # noqa: E731
     curves = {
         "theory score": curve(cumulative_order(scores, heads), "theory score"),
@@ -232,7 +232,7 @@ def run_prune(
     view, ex = extract_user(net, user, cfg["n_theory"], progress)
     arch = Architecture.uniform(view.heads, cfg["width"])
     sol = solve(Action(PathKernel(ex.X), ex.y, cfg["tau"], arch), n_restarts=0)
-    scores = dict(zip(head_labels(view.heads), np.concatenate(head_scores(sol.U, view.heads)).tolist()))
+    scores = dict(zip(head_labels(view.heads), np.concatenate(head_scores(sol.U, view.heads)).tolist(), strict=True))
     F, norms, curves, random = _curves(view, ex, scores, cfg)
     first = sorted(ex.y_sets)[0]
     k = (
