@@ -4,6 +4,8 @@ A model of the theory's class is read into its path factorisation, which reprodu
 and the theory network's path inputs; every model outside the class is refused by an error naming the broken
 assumption and the module that broke it."""
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -11,6 +13,7 @@ from torch import nn
 
 import attention_paths as ap
 from attention_paths.theory.adapter import AdapterError, TheoryView
+from attention_paths.theory.paths import pruned_coefficients
 
 
 class Stack(nn.Module):
@@ -239,3 +242,30 @@ def test_bad_inputs_are_named():
         ap.adapt(nn.Sequential(nn.Linear(3, 1, bias=False)))
     with pytest.raises(ValueError, match="empty"):
         ap.from_torch(Stack(), _x()[:0], check=False)
+
+
+@pytest.mark.parametrize("heads", [(4, 4), (3, 3, 3), (2, 8)])
+def test_one_rule_of_pruned_path_coefficients_serves_the_adapter_the_yours_task_and_the_book(heads):
+    """``theory.paths.pruned_coefficients`` (review of issue 51: the rule had been written three times) gives, bit
+    for bit, the per-layer products the three places computed: the mask, the mask times sqrt(n / kept), and the
+    mask over sqrt(kept); the path ``(h_1, ..., h_L)`` is the product of its heads' weights; bad input is named."""
+    rng = np.random.default_rng(sum(heads))
+    pruned = [(layer, int(h)) for layer, H in enumerate(heads) for h in rng.choice(H, size=H // 2, replace=False)]
+    masks = [np.ones(H) for H in heads]
+    for layer, h in pruned:
+        masks[layer][h] = 0.0
+    rules = {
+        "mask": lambda m: m,
+        "rescaled": lambda m: m * np.sqrt(len(m) / m.sum()),
+        "kept": lambda m: m / np.sqrt(m.sum()),
+    }
+    for weighting, rule in rules.items():
+        c = pruned_coefficients(heads, pruned, weighting)
+        for k, path in enumerate(itertools.product(*(range(H) for H in heads))):
+            assert c[k] == np.prod([rule(m)[h] for m, h in zip(masks, path, strict=True)])
+    with pytest.raises(ValueError, match="no head 9 in layer 0"):
+        pruned_coefficients(heads, [(0, 9)])
+    with pytest.raises(ValueError, match="all heads of layer 1 are pruned"):
+        pruned_coefficients(heads, [(0, h) for h in range(heads[0])])
+    with pytest.raises(ValueError, match="weighting must be one of"):
+        pruned_coefficients(heads, [], "scaled")

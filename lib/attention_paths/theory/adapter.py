@@ -57,7 +57,7 @@ import numpy as np
 import torch
 from torch import fx, nn
 
-from attention_paths.theory.paths import PathFeatures, path_features, path_vectors
+from attention_paths.theory.paths import PathFeatures, path_features, path_vectors, pruned_coefficients
 
 __all__ = ["AdapterError", "TheoryView", "adapt", "from_torch"]
 
@@ -193,18 +193,9 @@ class TheoryView:
 
     def coefficients(self, pruned=()) -> np.ndarray:
         """Path coefficients [Pi] of the model with heads ``pruned`` ([(layer, head)], 0-based) removed: its
-        output is ``path_outputs @ coefficients`` (T§14.3)."""
-        masks = [np.ones(h) for h in self.heads]
-        for layer, head in pruned:
-            if not (0 <= layer < len(self.heads) and 0 <= head < self.heads[layer]):
-                raise ValueError(f"no head {head} in layer {layer} (heads per layer {self.heads})")
-            masks[layer][head] = 0.0
-        c = np.ones(1)
-        for layer, m in enumerate(masks):
-            if m.sum() == 0:
-                raise ValueError(f"all heads of layer {layer + 1} are pruned; a layer needs at least one head")
-            c = np.kron(c, m * np.sqrt(len(m) / m.sum()) if self.rescale else m)
-        return c
+        output is ``path_outputs @ coefficients`` (T§14.3,
+        :func:`~attention_paths.theory.paths.pruned_coefficients`)."""
+        return pruned_coefficients(self.heads, pruned, "rescaled" if self.rescale else "mask")
 
 
 # ------------------------------------------------------------------------------------------------ inputs

@@ -20,6 +20,7 @@ __all__ = [
     "PathFeatures",
     "n_paths",
     "path_list",
+    "pruned_coefficients",
     "path_index",
     "path_labels",
     "path_vectors",
@@ -37,6 +38,43 @@ def n_paths(heads: Sequence[int]) -> int:
 def path_list(heads: Sequence[int]) -> list[tuple[int, ...]]:
     """All paths ``(h_1, ..., h_L)`` (0-based) in flattening order."""
     return list(itertools.product(*(range(h) for h in check_heads(heads))))
+
+
+WEIGHTINGS = ("mask", "rescaled", "kept")
+
+
+def pruned_coefficients(heads: Sequence[int], pruned=(), weighting: str = "mask") -> np.ndarray:
+    """Path coefficients [Pi] of a network with ``heads`` per layer whose heads ``pruned`` ([(layer, head)],
+    0-based) are removed: ``c_pi = prod_l w_l[h_l]`` over the path's heads, in the flattening order (T§14.3).
+
+    ``weighting`` of layer ``l`` (``n_l`` heads, ``k_l`` kept; ``m`` its 0/1 mask): ``"mask"``, ``w = m``;
+    ``"rescaled"``, ``w = m sqrt(n_l / k_l)`` (each layer's head sum keeps its scale); ``"kept"``,
+    ``w = m / sqrt(k_l)`` (the book's pruning convention, path outputs summed as ``F @ c``).  A head that does
+    not exist, or a layer with every head pruned, is refused by name.
+
+    >>> pruned_coefficients((2, 2), [(0, 1)])
+    array([1., 1., 0., 0.])
+    >>> pruned_coefficients((2, 2), [(0, 1)], "kept").round(3)
+    array([0.707, 0.707, 0.   , 0.   ])
+    """
+    heads = check_heads(heads)
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+    masks = [np.ones(h) for h in heads]
+    for layer, head in pruned:
+        if not (0 <= layer < len(heads) and 0 <= head < heads[layer]):
+            raise ValueError(f"no head {head} in layer {layer} (heads per layer {heads})")
+        masks[layer][head] = 0.0
+    c = np.ones(1)
+    for layer, m in enumerate(masks):
+        if m.sum() == 0:
+            raise ValueError(f"all heads of layer {layer + 1} are pruned; a layer needs at least one head")
+        if weighting == "rescaled":
+            m = m * np.sqrt(len(m) / m.sum())
+        elif weighting == "kept":
+            m = m / np.sqrt(m.sum())
+        c = np.kron(c, m)
+    return c
 
 
 def path_index(path: Sequence[int], heads: Sequence[int]) -> int:

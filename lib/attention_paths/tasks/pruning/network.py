@@ -9,8 +9,7 @@ import numpy as np
 import torch
 
 from attention_paths.tasks.pruning.result import HEADS
-from attention_paths.theory.checks import check_heads
-from attention_paths.theory.paths import path_inputs
+from attention_paths.theory.paths import path_inputs, pruned_coefficients
 
 __all__ = [
     "path_outputs",
@@ -47,20 +46,9 @@ def path_outputs(net, episodes, batch: int = 256) -> np.ndarray:
 
 def path_coefficients(pruned=(), heads=HEADS) -> np.ndarray:
     """``c_pi = prod_l m_(l,h_l) / sqrt(n_l)`` for the pruned heads ``[(layer, head), ...]`` (0-based) of a
-    network with ``heads`` per layer (``n_l`` heads of layer ``l`` kept), [Pi]."""
-    heads = check_heads(heads)
-    masks = [np.ones(H) for H in heads]
-    for layer, head in pruned:
-        if not (0 <= layer < len(heads) and 0 <= head < heads[layer]):
-            raise ValueError(f"no head {head} in layer {layer} (heads per layer {heads})")
-        masks[layer][head] = 0.0
-    for layer, m in enumerate(masks):
-        if m.sum() == 0:
-            raise ValueError(f"all heads of layer {layer + 1} are pruned; a layer needs at least one head")
-    c = np.ones(1)
-    for m in masks:  # paths flattened with the first layer's head varying slowest
-        c = np.kron(c, m / np.sqrt(m.sum()))
-    return c
+    network with ``heads`` per layer (``n_l`` heads of layer ``l`` kept), [Pi]
+    (:func:`~attention_paths.theory.paths.pruned_coefficients`, ``"kept"``)."""
+    return pruned_coefficients(heads, pruned, "kept")
 
 
 def pruned_outputs(F, pruned=(), heads=HEADS) -> np.ndarray:

@@ -43,6 +43,7 @@ from attention_paths.tasks.yours.inputs import load_data, load_model
 from attention_paths.theory.action import Action
 from attention_paths.theory.architecture import Architecture
 from attention_paths.theory.kernels import PathKernel
+from attention_paths.theory.paths import pruned_coefficients
 from attention_paths.theory.scores import head_labels, head_scores
 from attention_paths.theory.solver import TOLERANCE, solve
 
@@ -125,13 +126,7 @@ class PruneResult:
 
     def coefficients(self, pruned=()) -> np.ndarray:
         """Path coefficients of the network with heads ``pruned`` removed (the rule the curves used)."""
-        masks = [np.ones(h) for h in self.heads]
-        for layer, head in pruned:
-            masks[layer][head] = 0.0
-        c = np.ones(1)
-        for m in masks:
-            c = np.kron(c, m * np.sqrt(len(m) / m.sum()) if self.rescale else m)
-        return c
+        return pruned_coefficients(self.heads, pruned, "rescaled" if self.rescale else "mask")
 
     @property
     def cumulative(self) -> CumulativePruning:
